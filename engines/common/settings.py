@@ -1,0 +1,74 @@
+"""Paperlab settings, read from ``PAPERLAB_*`` environment variables.
+
+One flat settings object shared by the engines, the workers and the app.
+Engines read the data directory, the device and per-method model ids here;
+the app reads broker, limits and UI options.
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+Profile = Literal["default", "test"]
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="PAPERLAB_", extra="ignore")
+
+    # Where caches, artifacts, zoo weights and the embedded broker live.
+    data_dir: Path = Field(default=Path.home() / ".cache" / "paperlab")
+    # "default": the real tiny configurations; "test": micro sizes for the suite.
+    profile: Profile = "default"
+    # torch device for engines ("cpu", "cuda", "cuda:1", "auto").
+    device: str = "auto"
+
+    # Jobs. Empty broker URL = embedded worker on the kombu filesystem transport.
+    broker_url: str = ""
+    result_backend: str = ""
+    soft_time_limit_s: int = Field(default=3 * 3600, ge=10)
+    hard_time_limit_s: int = Field(default=3 * 3600 + 300, ge=20)
+    embedded_worker: bool = True
+    embedded_concurrency: int = Field(default=1, ge=1, le=16)
+
+    # Web app.
+    host: str = "127.0.0.1"
+    port: int = Field(default=7860, ge=1, le=65535)
+    max_upload_mb: float = Field(default=20.0, gt=0)
+    # Inline (in-web-process) jobs, for development without any worker.
+    inline_jobs: bool = False
+
+    # Paper-scale model ids or local paths (empty = tiny in-project default).
+    llm_model: str = ""
+    clip_model: str = ""
+    diffusion_model: str = ""
+    sam_checkpoint: str = ""
+    sam_model_type: str = "vit_b"
+
+    def resolved_device(self) -> str:
+        if self.device != "auto":
+            return self.device
+        import torch  # local import: the UI must not import torch at start-up
+
+        return "cuda" if torch.cuda.is_available() else "cpu"
+
+    @property
+    def artifacts_dir(self) -> Path:
+        return self.data_dir / "artifacts"
+
+    @property
+    def zoo_dir(self) -> Path:
+        return self.data_dir / "zoo"
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    return Settings()
+
+
+def reset_settings() -> None:
+    """Forget the cached settings (tests change the environment)."""
+    get_settings.cache_clear()

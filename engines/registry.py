@@ -1,0 +1,247 @@
+"""The method registry: one explicit list of ``MethodSpec`` records, in landing-page order.
+
+Entry points and parameter models are named by dotted paths (``module:attr``)
+so that importing the registry imports nothing heavy; ``engines/<id>/params.py``
+modules import only pydantic, so the UI can validate parameters without torch.
+"""
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from typing import Any, Callable, Literal
+
+Status = Literal["available", "planned"]
+Queue = Literal["cpu", "gpu"]
+
+
+@dataclass(frozen=True)
+class Paper:
+    title: str
+    authors: str
+    venue: str = "ICML 2025"
+    arxiv: str | None = None
+    code_url: str | None = None
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A callable the workers can run: ``target(params, ctx) -> result``."""
+
+    target: str  # "engines.<id>.module:function"
+    params: str  # "engines.<id>.params:Model"
+    queue: Queue = "cpu"
+    # Safe to run again after a worker died mid-way (pure function of its params).
+    idempotent: bool = True
+
+
+@dataclass(frozen=True)
+class Claim:
+    text: str
+    command: str
+
+
+@dataclass(frozen=True)
+class MethodSpec:
+    id: str
+    title: str
+    paper: Paper
+    summary: str  # two sentences a newcomer understands
+    try_it: str  # what you can do in the tab
+    status: Status = "planned"
+    entries: dict[str, Entry] = field(default_factory=dict)
+    claims: tuple[Claim, ...] = ()
+
+    @property
+    def docs_page(self) -> str:
+        return f"docs/methods/{self.id}.md"
+
+    @property
+    def results_page(self) -> str:
+        return f"docs/results/{self.id}.md"
+
+
+def _repro(mid: str) -> str:
+    return f"make reproduce METHOD={mid}"
+
+
+METHODS: list[MethodSpec] = [
+    MethodSpec(
+        id="dpsdp",
+        title="Multi-agent reflection (DPSDP)",
+        paper=Paper("Reinforce LLM Reasoning through Multi-Agent Reflection", "Yurun Yuan, Tengyang Xie", arxiv="2506.08379"),
+        summary="An actor LLM answers, a critic LLM critiques, and the actor refines, over several turns. DPSDP trains both with direct preference learning on self-generated data whose targets come from dynamic programming over the refinement tree.",
+        try_it="Pose an arithmetic problem, run actor and critic for several refinement rounds and read the transcript with its majority vote.",
+    ),
+    MethodSpec(
+        id="zapformat",
+        title="Constrained decoding with Earley pruning (ZapFormat)",
+        paper=Paper("Earley-Driven Dynamic Pruning for Efficient Structured Decoding", "Xintong Sun et al.", arxiv="2506.01151", code_url="https://github.com/Dan-wanna-M/formatron"),
+        summary="To keep an LLM inside a JSON schema or grammar, every decoding step must mask out the tokens that would break it. ZapFormat prunes Earley parser states that can never matter again, so a small cache of masks keyed by the pruned state makes masking almost free.",
+        try_it="Write a JSON schema, regex or grammar, step through constrained decoding token by token and watch masks, cache hits and pruned Earley sets.",
+    ),
+    MethodSpec(
+        id="pde_staggered",
+        title="Symmetric, physical PDE surrogates on staggered grids",
+        paper=Paper("Geometric and Physical Constraints Synergistically Enhance Neural PDE Surrogates", "Yunfei Huang, David S. Greenberg", arxiv="2506.05513"),
+        summary="Neural surrogates replace slow PDE solvers but drift away from physics over long rollouts. Input and output layers that make them exactly equivariant to rotations and reflections on staggered grids, plus hard conservation constraints, keep them accurate for longer.",
+        try_it="Pick an initial condition, run the solver and four surrogates side by side, and watch which one stays closest to the truth.",
+    ),
+    MethodSpec(
+        id="fdgen",
+        title="Fair graph generation (FDGen)",
+        paper=Paper("FDGen: A Fairness-Aware Graph Generation Model", "Zichong Wang, Wenbin Zhang"),
+        summary="Synthetic graphs inherit the biases of the real graph they imitate, both in node features and in who links to whom. FDGen adds feature-debiasing and structure-debiasing terms to a graph generator so that models trained on its graphs treat groups more equally.",
+        try_it="Load a fairness graph, inspect its bias, train generators with and without debiasing, and compare downstream fairness gaps.",
+    ),
+    MethodSpec(
+        id="multinoulli",
+        title="Subset selection with the Multinoulli Extension",
+        paper=Paper("Multinoulli Extension: A Lossless Yet Effective Probabilistic Framework for Subset Selection over Partition Constraints", "Qixin Zhang et al."),
+        summary="Choosing a few items per group (frames per video segment, sensors per region) to maximise a submodular objective is a classic hard problem. Multinoulli-SCG relaxes each group to a distribution, climbs it with stochastic gradients and rounds losslessly, matching the best guarantees with far fewer evaluations.",
+        try_it="Summarise a video by choosing frames per segment and compare objective value against function evaluations for each algorithm.",
+    ),
+    MethodSpec(
+        id="l2d",
+        title="LLMs to diffusion finetuning (L2D)",
+        paper=Paper("Large Language Models to Diffusion Finetuning", "Edoardo Cetin, Tianyu Zhao, Yujin Tang", arxiv="2501.15781", code_url="https://github.com/SakanaAI/L2D"),
+        summary="A frozen language model gets a small diffusion path that refines each next token over several ODE steps. Spending more steps buys more accuracy, giving test-time compute scaling without retraining the LM.",
+        try_it="Ask an arithmetic question and choose how many diffusion steps each answer token gets; watch the token probabilities settle.",
+    ),
+    MethodSpec(
+        id="cl_angles",
+        title="Forgetting vs task angle",
+        paper=Paper("Understanding the Forgetting of (Replay-based) Continual Learning via Feature Learning: Angle Matters", "Hongyi Wan et al.", code_url="https://github.com/iLearn-Lab/ICML25-Theory_CL"),
+        summary="Whether a network forgets an old task when it learns a new one depends on the angle between the tasks' signal vectors. Small and slightly obtuse angles forget benignly, large ones harmfully, and replay widens the benign range.",
+        try_it="Drag the angle between two tasks and watch task-1 accuracy after training on task 2, with and without replay.",
+    ),
+    MethodSpec(
+        id="syncmind",
+        title="Out-of-sync recovery of coding agents (SyncMind)",
+        paper=Paper("SyncMind: Measuring Agent Out-of-Sync Recovery in Collaborative Software Engineering", "Xuehang Guo et al.", arxiv="2502.06994", code_url="https://github.com/xhguo7/SyncMind"),
+        summary="When several agents edit one repository, an agent's picture of the code goes stale. SyncMind builds out-of-sync instances from real histories and measures how well an agent notices, localises and repairs the divergence.",
+        try_it="Build an out-of-sync instance from a repository's history and watch an agent try to recover within a budget.",
+    ),
+    MethodSpec(
+        id="poisonedeye",
+        title="Knowledge poisoning of multimodal RAG (PoisonedEye)",
+        paper=Paper("PoisonedEye: Knowledge Poisoning Attack on Retrieval-Augmented Generation based Large Vision-Language Models", "Chenyang Zhang et al.", code_url="https://github.com/123000001212/PoisonedEye"),
+        summary="A vision-language model that retrieves image-text knowledge can be steered by one poisoned entry. PoisonedEye crafts that entry so it is retrieved for the target queries and flips the generated answer.",
+        try_it="Craft one poisoned image-text entry, inject it into the knowledge base and see whether the answer flips.",
+    ),
+    MethodSpec(
+        id="fedag",
+        title="Federated domain knowledge infusion (FedAG)",
+        paper=Paper("Enhancing Foundation Models with Federated Domain Knowledge Infusion", "Jiaqi Wang et al.", code_url="https://github.com/JackqqWang/fedag"),
+        summary="Clients hold data from different visual domains that cannot leave their silos. FedAG trains per-domain adapters on a frozen foundation model by distillation and routes each test image to the right adapters with attention.",
+        try_it="Run a small federation of digit domains, hold one out, and compare FedAG with zero-shot and FedAvg baselines.",
+    ),
+    MethodSpec(
+        id="emloc",
+        title="Multimodal long-context compression (EMLoC)",
+        paper=Paper("Efficient Multi-modal Long Context Learning for Training-free Adaptation", "Zehong Ma, Shiliang Zhang, Longhui Wei, Qi Tian", arxiv="2505.19812", code_url="https://github.com/Zehong-Ma/EMLoC"),
+        summary="Many in-context demonstrations teach a model a new task without training, but the long context is expensive. EMLoC compresses the demonstrations chunk by chunk into a small key/value memory whose size each layer chooses under a divergence limit.",
+        try_it="Compress many demonstrations into a small memory and compare accuracy, memory and latency with the full context.",
+    ),
+    MethodSpec(
+        id="kl_bandits",
+        title="KL-regularised bandits: logarithmic regret",
+        paper=Paper("Logarithmic Regret for Online KL-Regularized Reinforcement Learning", "Heyang Zhao, Chenlu Ye, Wei Xiong, Quanquan Gu, Tong Zhang", arxiv="2502.07460"),
+        summary="RLHF keeps a policy close to a reference model with a KL penalty. This paper proves that an optimistic algorithm then suffers only logarithmic regret in the number of rounds, instead of the square-root regret of unregularised learning.",
+        try_it="Set the KL strength η and the horizon, run KL-UCB, greedy Gibbs and UCB, and compare regret curves against log T and √T.",
+        status="available",
+        entries={
+            "regret_curves": Entry("engines.kl_bandits.experiment:regret_curves", "engines.kl_bandits.params:RegretCurvesParams"),
+            "eta_sweep": Entry("engines.kl_bandits.experiment:eta_sweep", "engines.kl_bandits.params:EtaSweepParams"),
+        },
+        claims=(
+            Claim("KL-UCB regret fits a + b·log T (R² ≥ 0.95)", _repro("kl_bandits")),
+            Claim("Hard instances: KL-UCB 16× growth ratio ≤ 2.5 while UCB's ≥ 3", _repro("kl_bandits")),
+            Claim("Regret increases with η", _repro("kl_bandits")),
+            Claim("Log-log slope < 0.3 for KL-UCB, > 0.4 for UCB", _repro("kl_bandits")),
+        ),
+    ),
+    MethodSpec(
+        id="moex",
+        title="Intrinsically interpretable mixture of experts (MoE-X)",
+        paper=Paper("Mixture of Experts Made Intrinsically Interpretable", "Xingyi Yang et al.", arxiv="2503.07639"),
+        summary="Neurons of dense models mix many concepts, which makes them hard to read. MoE-X rewrites the MoE layer as one wide, sparse MLP with ReLU experts and sparsity-aware routing, so its hidden units line up with single concepts.",
+        try_it="Step through a chess game and see which hidden units fire and which board facts each unit stands for.",
+    ),
+    MethodSpec(
+        id="prototype",
+        title="Prompt-to-prototype",
+        paper=Paper("Targeted control of fast prototyping through domain-specific interface", "Yu-Zhe Shi et al.", arxiv="2506.11070"),
+        summary="Designers speak of components and qualities, modelling tools of parameters and commands. A per-domain interface of components, attributes and operations, derived automatically, lets a language model turn a designer's words into precise edits of a 3D prototype.",
+        try_it="Pick a product, type a design instruction and watch the 3D model change exactly where you asked.",
+    ),
+    MethodSpec(
+        id="slug",
+        title="Single-layer unlearning (SLUG)",
+        paper=Paper("Targeted Unlearning with Single Layer Unlearning Gradient", "Zikui Cai, Yaoteng Tan, M. Salman Asif", arxiv="2407.11867", code_url="https://github.com/CSIPlab/SLUG"),
+        summary="Removing one identity or concept from a trained model usually means costly fine-tuning. SLUG computes one gradient, picks the single layer where forgetting and retaining conflict least, and takes one step there.",
+        try_it="Pick a concept to forget, see which layer SLUG chooses and why, and compare accuracy before and after.",
+    ),
+    MethodSpec(
+        id="saeuron",
+        title="Concept erasure with sparse autoencoders (SAeUron)",
+        paper=Paper("SAeUron: Interpretable Concept Unlearning in Diffusion Models with Sparse Autoencoders", "Bartosz Cywiński, Kamil Deja", arxiv="2501.18052", code_url="https://github.com/cywinski/SAeUron"),
+        summary="A sparse autoencoder trained on a diffusion model's activations exposes interpretable features. Scaling down the few features of one concept erases it from generated images without touching the model's weights.",
+        try_it="Pick a style or object, drag the erasure slider and watch the concept leave the generated images.",
+    ),
+    MethodSpec(
+        id="tailopt",
+        title="Distributed optimisation under heavy-tailed noise",
+        paper=Paper("Efficient Distributed Optimization under Heavy-Tailed Noise", "Su Hyeong Lee, Manzil Zaheer, Tian Li", arxiv="2502.04164", code_url="https://github.com/sulee3/Heavy-Tails"),
+        summary="Gradient noise in language-model training is heavy-tailed, which breaks plain federated averaging. The paper's TailOPT framework clips adaptively at both the workers and the server (Bi²Clip) and converges where averaging diverges.",
+        try_it="Simulate workers with heavy-tailed gradient noise and compare FedAvg, clipping and Bi²Clip loss curves.",
+    ),
+    MethodSpec(
+        id="object_audio",
+        title="Object-click audio generation",
+        paper=Paper("Sounding that Object: Interactive Object-Aware Image to Audio Generation", "Tingle Li et al.", arxiv="2506.04214"),
+        summary="Image-to-audio models blur the sounds of all objects in a scene together. Here the user clicks an object, segmentation masks it, and the mask replaces the model's attention so only that object's sound is generated.",
+        try_it="Click an object in a picture, see its mask and hear the sound generated for it alone.",
+    ),
+    MethodSpec(
+        id="rose",
+        title="General time-series forecasting (ROSE)",
+        paper=Paper("Towards a General Time Series Forecasting Model with Unified Representation and Adaptive Transfer", "Yihang Wang et al.", arxiv="2405.17478", code_url="https://github.com/decisionintelligence/ROSE"),
+        summary="One pre-trained forecaster should serve series from many domains. ROSE learns unified representations with decomposed frequency masking and adapts to a new domain through a register of learned patterns.",
+        try_it="Forecast a bundled series zero-shot or after few-shot fine-tuning and compare with statistical baselines.",
+    ),
+]
+
+_BY_ID = {m.id: m for m in METHODS}
+
+
+def get(method_id: str) -> MethodSpec:
+    try:
+        return _BY_ID[method_id]
+    except KeyError:
+        raise KeyError(f"unknown method {method_id!r}; known: {', '.join(_BY_ID)}") from None
+
+
+def available() -> list[MethodSpec]:
+    return [m for m in METHODS if m.status == "available"]
+
+
+def _load(path: str) -> Any:
+    module, _, attr = path.partition(":")
+    return getattr(importlib.import_module(module), attr)
+
+
+def entry(method_id: str, name: str) -> Entry:
+    spec = get(method_id)
+    try:
+        return spec.entries[name]
+    except KeyError:
+        raise KeyError(f"method {method_id!r} has no entry {name!r}; entries: {', '.join(spec.entries) or 'none'}") from None
+
+
+def params_model(method_id: str, name: str):
+    """The pydantic parameter model of an entry (imports only the light params module)."""
+    return _load(entry(method_id, name).params)
+
+
+def entry_callable(method_id: str, name: str) -> Callable[..., Any]:
+    return _load(entry(method_id, name).target)
