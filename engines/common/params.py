@@ -17,10 +17,11 @@ class Params(BaseModel):
 class ParamError(ValueError):
     """Bad parameters; ``str()`` names every offending field."""
 
-    def __init__(self, model: str, problems: list[str]):
+    def __init__(self, model: str, problems: list[str] | None = None):
+        # One-argument form: a full message (how Celery rebuilds the exception).
         self.model = model
-        self.problems = problems
-        super().__init__(f"invalid parameters for {model}: " + "; ".join(problems))
+        self.problems = problems or []
+        super().__init__(f"invalid parameters for {model}: " + "; ".join(problems) if problems else model)
 
 
 def describe(err: ValidationError) -> list[str]:

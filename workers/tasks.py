@@ -1,0 +1,116 @@
+"""The one generic task: run any registered engine entry point by name.
+
+Progress goes to the result backend as ``update_state(state="PROGRESS", meta=…)``
+with small JSON meta (fraction, message, preview); a heartbeat key tells the
+web process the worker is alive; the cooperative cancel flag is a key in the
+result backend that ``ctx.cancelled()`` reads.
+"""
+from __future__ import annotations
+
+import json
+import threading
+import time
+from typing import Any
+
+from celery import shared_task
+from celery.exceptions import Ignore, SoftTimeLimitExceeded
+from celery.utils.log import get_task_logger
+
+from engines import registry
+from engines.common.context import JobCancelled, LocalContext
+from engines.common.params import validate
+from engines.common.settings import get_settings
+
+from .celery_app import TASK_NAME
+
+logger = get_task_logger(__name__)
+
+HEARTBEAT_S = 2.0
+
+
+def cancel_key(job_id: str) -> bytes:
+    return f"paperlab-cancel-{job_id}".encode()
+
+
+def heartbeat_key(job_id: str) -> bytes:
+    return f"paperlab-heartbeat-{job_id}".encode()
+
+
+class CeleryContext(LocalContext):
+    """JobContext backed by the Celery result backend."""
+
+    MIN_INTERVAL_S = 0.2
+
+    def __init__(self, task, job_id: str):
+        super().__init__(job_id=job_id, artifacts_root=get_settings().artifacts_dir)
+        self.task = task
+        self.backend = task.backend
+        self._last_sent = 0.0
+        self._last_check = 0.0
+        self._is_cancelled = False
+
+    def progress(self, fraction: float, message: str = "", preview: dict | None = None) -> None:
+        super().progress(fraction, message, preview)
+        now = time.monotonic()
+        # Rate-limit, but never drop a preview or the final 100 %.
+        if preview is None and self.fraction < 1.0 and now - self._last_sent < self.MIN_INTERVAL_S:
+            return
+        self._last_sent = now
+        meta = {"fraction": self.fraction, "message": message or (self.messages[-1] if self.messages else "")}
+        if preview is not None:
+            meta["preview"] = preview
+        self.task.update_state(state="PROGRESS", meta=meta)
+
+    def cancelled(self) -> bool:
+        now = time.monotonic()
+        if not self._is_cancelled and now - self._last_check > 0.25:
+            self._last_check = now
+            self._is_cancelled = self.backend.get(cancel_key(self.job_id)) is not None
+        return self._is_cancelled or super().cancelled()
+
+
+class _Heartbeat(threading.Thread):
+    def __init__(self, backend, job_id: str):
+        super().__init__(daemon=True, name=f"heartbeat-{job_id}")
+        self.backend, self.job_id = backend, job_id
+        self.stop = threading.Event()
+
+    def run(self) -> None:
+        while not self.stop.is_set():
+            try:
+                self.backend.set(heartbeat_key(self.job_id), str(time.time()))
+            except Exception:  # pragma: no cover - a flaky backend must not kill the job
+                logger.warning("heartbeat for %s failed", self.job_id)
+            self.stop.wait(HEARTBEAT_S)
+
+
+def run_entry_local(method_id: str, entry: str, params: dict[str, Any], ctx) -> dict[str, Any]:
+    """Validate and run an entry point in this process; returns the JSON-able result."""
+    model = registry.params_model(method_id, entry)
+    p = validate(model, params)
+    fn = registry.entry_callable(method_id, entry)
+    result = fn(p, ctx)
+    return json.loads(result.model_dump_json()) if hasattr(result, "model_dump_json") else result
+
+
+@shared_task(bind=True, name=TASK_NAME)
+def run_entry(self, method_id: str, entry: str, params: dict[str, Any]) -> dict[str, Any]:
+    job_id = self.request.id
+    ctx = CeleryContext(self, job_id)
+    if ctx.cancelled():
+        self.update_state(state="REVOKED", meta={"message": "cancelled before it started"})
+        raise Ignore()
+    beat = _Heartbeat(self.backend, job_id)
+    beat.start()
+    try:
+        ctx.progress(0.0, "started")
+        return run_entry_local(method_id, entry, params, ctx)
+    except JobCancelled:
+        self.update_state(state="REVOKED", meta={"fraction": ctx.fraction, "message": "cancelled by the user"})
+        raise Ignore()
+    except SoftTimeLimitExceeded:
+        raise RuntimeError(
+            f"the job exceeded the time limit of {get_settings().soft_time_limit_s} s (PAPERLAB_SOFT_TIME_LIMIT_S)"
+        ) from None
+    finally:
+        beat.stop.set()
