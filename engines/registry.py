@@ -245,3 +245,14 @@ def params_model(method_id: str, name: str):
 
 def entry_callable(method_id: str, name: str) -> Callable[..., Any]:
     return _load(entry(method_id, name).target)
+
+
+def run(method_id: str, name: str, params: Any, ctx: Any = None) -> dict[str, Any]:
+    """Validate ``params`` and run an entry point in this process; returns the JSON-able result."""
+    import json
+
+    from engines.common.params import validate
+
+    p = validate(params_model(method_id, name), params)
+    result = entry_callable(method_id, name)(p, ctx)
+    return json.loads(result.model_dump_json()) if hasattr(result, "model_dump_json") else result

@@ -7,7 +7,6 @@ result backend that ``ctx.cancelled()`` reads.
 """
 from __future__ import annotations
 
-import json
 import threading
 import time
 from typing import Any
@@ -18,7 +17,6 @@ from celery.utils.log import get_task_logger
 
 from engines import registry
 from engines.common.context import JobCancelled, LocalContext
-from engines.common.params import validate
 from engines.common.settings import get_settings
 
 from .celery_app import TASK_NAME
@@ -84,15 +82,6 @@ class _Heartbeat(threading.Thread):
             self.stop.wait(HEARTBEAT_S)
 
 
-def run_entry_local(method_id: str, entry: str, params: dict[str, Any], ctx) -> dict[str, Any]:
-    """Validate and run an entry point in this process; returns the JSON-able result."""
-    model = registry.params_model(method_id, entry)
-    p = validate(model, params)
-    fn = registry.entry_callable(method_id, entry)
-    result = fn(p, ctx)
-    return json.loads(result.model_dump_json()) if hasattr(result, "model_dump_json") else result
-
-
 @shared_task(bind=True, name=TASK_NAME)
 def run_entry(self, method_id: str, entry: str, params: dict[str, Any]) -> dict[str, Any]:
     job_id = self.request.id
@@ -104,7 +93,7 @@ def run_entry(self, method_id: str, entry: str, params: dict[str, Any]) -> dict[
     beat.start()
     try:
         ctx.progress(0.0, "started")
-        return run_entry_local(method_id, entry, params, ctx)
+        return registry.run(method_id, entry, params, ctx)
     except JobCancelled:
         self.update_state(state="REVOKED", meta={"fraction": ctx.fraction, "message": "cancelled by the user"})
         raise Ignore()

@@ -1,0 +1,60 @@
+"""``python -m app`` / ``paperlab``: the web UI plus, by default, an embedded worker.
+
+    python -m app                  # UI + embedded worker (filesystem broker)
+    python -m app --no-worker      # web only (workers run elsewhere)
+    python -m app --inline         # jobs in the web process (development)
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import time
+
+T0 = time.perf_counter()
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(prog="paperlab", description="Paperlab web app")
+    ap.add_argument("--host", help="bind address (PAPERLAB_HOST)")
+    ap.add_argument("--port", type=int, help="port (PAPERLAB_PORT)")
+    ap.add_argument("--no-worker", action="store_true", help="do not start the embedded worker")
+    ap.add_argument("--inline", action="store_true", help="run jobs in the web process (no Celery)")
+    args = ap.parse_args(argv)
+    if args.inline:
+        os.environ["PAPERLAB_INLINE_JOBS"] = "true"
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+
+    from engines.common.settings import get_settings, reset_settings
+
+    reset_settings()
+    s = get_settings()
+    if args.host:
+        s.host = args.host
+    if args.port:
+        s.port = args.port
+
+    worker = None
+    if not s.inline_jobs and not args.no_worker and s.embedded_worker and not s.broker_url:
+        from workers.embedded import EmbeddedWorker
+
+        worker = EmbeddedWorker(s).start()
+        logging.getLogger("paperlab").info("embedded worker started (pid %s, log %s)", worker.proc.pid,
+                                           worker.log_path)
+
+    from .ui import build_demo, launch_kwargs
+
+    demo = build_demo()
+    demo.queue(default_concurrency_limit=8)
+    try:
+        demo.launch(prevent_thread_lock=True, **launch_kwargs(s))
+        logging.getLogger("paperlab").info("serving on http://%s:%s after %.2f s", s.host, s.port,
+                                           time.perf_counter() - T0)
+        demo.block_thread()
+    finally:
+        if worker is not None:
+            worker.stop()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,71 @@
+"""Gradio side of the job bridge: stream a job into ``gr.Progress``, map errors to ``gr.Error``.
+
+A tab handler that runs a job is a generator:
+
+    def run(..., progress=gr.Progress()):
+        job = JobRun("kl_bandits", "regret_curves", params)
+        yield job.id, *placeholders            # the Stop button reads this id
+        for ev in job.stream(progress):        # previews, if any
+            ...
+        yield job.id, *render(job.result)
+
+If Gradio cancels the generator (Stop), ``stream`` cancels the job too.
+"""
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+import gradio as gr
+
+from engines.common.params import ParamError
+
+from .jobs import JobEvent, get_backend
+
+
+class JobRun:
+    def __init__(self, method_id: str, entry: str, params: dict[str, Any]):
+        self.backend = get_backend()
+        try:
+            self.id = self.backend.submit(method_id, entry, params)
+        except ParamError as e:
+            raise gr.Error(str(e), title="Invalid parameters") from None
+        self.result: dict | None = None
+
+    def stream(self, progress: gr.Progress | None = None, timeout: float | None = None) -> Iterator[JobEvent]:
+        """Yield progress events; store the result; raise gr.Error on failure or cancellation."""
+        finished = False
+        try:
+            for ev in self.backend.events(self.id, timeout=timeout):
+                if ev.kind == "progress":
+                    if progress is not None:
+                        progress(ev.fraction, desc=ev.message or "working")
+                    yield ev
+                elif ev.kind == "result":
+                    finished = True
+                    self.result = ev.result
+                    if progress is not None:
+                        progress(1.0, desc="done")
+                    return
+                elif ev.kind == "cancelled":
+                    finished = True
+                    raise gr.Error("The job was stopped.", title="Stopped")
+                else:
+                    finished = True
+                    raise gr.Error(ev.error or "the job failed", title="Job failed")
+        finally:
+            if not finished:  # generator closed by Gradio (Stop, page closed) or timeout
+                self.backend.cancel(self.id)
+
+    def wait(self, progress: gr.Progress | None = None, timeout: float | None = None) -> dict:
+        for _ in self.stream(progress, timeout):
+            pass
+        assert self.result is not None
+        return self.result
+
+
+def cancel_job(job_id: str | None) -> str:
+    """Handler of a Stop button: cancel the job whose id the tab keeps in a gr.State."""
+    if job_id:
+        get_backend().cancel(job_id)
+        return f"stop requested for job {job_id[:8]}"
+    return "nothing is running"

@@ -1,0 +1,194 @@
+"""Tab: KL-regularised bandits — logarithmic vs √T regret.
+
+Run standalone with ``python -m app.tabs.kl_bandits`` (inline jobs).
+"""
+from __future__ import annotations
+
+import gradio as gr
+
+from engines.kl_bandits.params import METHOD_LABELS
+
+from ..bridge import JobRun, cancel_job
+
+METHOD_ID = "kl_bandits"
+COLORS = {"kl_ucb": "#d62728", "kl_greedy": "#ff7f0e", "ucb": "#1f77b4", "vw_softmax": "#2ca02c"}
+
+
+def regret_figure(res: dict):
+    """Cumulative regret against T on linear and log-x axes, with a + b·log T and c·√T fits."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+    for ax, logx in zip(axes, (False, True)):
+        for c in res["curves"]:
+            T = np.array(c["horizons"], float)
+            m, s = np.array(c["mean"]), np.array(c["std"])
+            col = COLORS[c["method"]]
+            tag = "unregularised regret" if c["objective"] == "unregularised" else "KL regret"
+            ax.plot(T, m, "o-", color=col, ms=3, label=f"{c['label']} ({tag}), slope {c['loglog_slope']:.2f}")
+            ax.fill_between(T, m - s, m + s, color=col, alpha=0.15)
+            f = c["log_fit"]
+            Tg = np.geomspace(T.min(), T.max(), 100)
+            ax.plot(Tg, f["a"] + f["b"] * np.log(Tg), "--", color=col, lw=1, alpha=0.8)
+            ax.plot(Tg, c["sqrt_coef"] * np.sqrt(Tg), ":", color=col, lw=1, alpha=0.8)
+        if logx:
+            ax.set_xscale("log")
+        ax.set_xlabel("horizon T" + (" (log scale)" if logx else ""))
+        ax.set_ylabel("cumulative regret")
+        ax.grid(alpha=0.3)
+    axes[0].set_title("dashed: a + b·log T fit   dotted: c·√T fit", fontsize=9)
+    axes[1].legend(fontsize=7, loc="upper left")
+    env = "linear contextual bandit" if res["env"] == "linear" else "hard K-armed family (gap √(K/T))"
+    fig.suptitle(f"Regret on the {env}, η = {res['eta']:g}")
+    fig.tight_layout()
+    return fig
+
+
+def policy_figure(res: dict):
+    """π₀, π* and the played KL-UCB policy on context 0, plus KL(π_t ‖ π*) over rounds."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    snap = res.get("snapshot")
+    fig, axes = plt.subplots(1, 2, figsize=(11, 3.6))
+    if not snap:
+        for ax in axes:
+            ax.axis("off")
+        axes[0].text(0.5, 0.5, "policy view: linear bandit only (one context)", ha="center")
+        return fig
+    K = len(snap["pi0"])
+    x = np.arange(K)
+    method = "kl_ucb" if "kl_ucb" in snap["policies"] else next(iter(snap["policies"]))
+    pols = snap["policies"][method]
+    picks = sorted({1, len(pols) // 2, len(pols) - 1})
+    w = 0.8 / (2 + len(picks))
+    axes[0].bar(x - 0.4 + w / 2, snap["pi0"], w, label="π₀ (reference)", color="#999")
+    axes[0].bar(x - 0.4 + 1.5 * w, snap["pistar"], w, label="π* (optimal Gibbs)", color="black")
+    for i, k in enumerate(picks):
+        axes[0].bar(x - 0.4 + (2.5 + i) * w, pols[k], w, label=f"π_t, t = {snap['rounds'][k]}",
+                    color=plt.cm.Reds(0.35 + 0.6 * i / max(1, len(picks) - 1)))
+    axes[0].set_xlabel("arm")
+    axes[0].set_ylabel("probability")
+    axes[0].set_title(f"{METHOD_LABELS[method]} on context 0 converges to π*", fontsize=10)
+    axes[0].legend(fontsize=7)
+    for m, kls in snap["kl_to_optimal"].items():
+        axes[1].loglog(snap["rounds"], np.maximum(kls, 1e-8), "o-", ms=3, color=COLORS[m], label=METHOD_LABELS[m])
+    axes[1].set_xlabel("round t")
+    axes[1].set_ylabel("KL(π_t ‖ π*) on context 0")
+    axes[1].grid(alpha=0.3, which="both")
+    axes[1].legend(fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
+def eta_figure(res: dict):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 3.8))
+    for m, vals in res["final_regret"].items():
+        ax.errorbar(res["etas"], vals, yerr=res["final_std"][m], fmt="o-", color=COLORS[m], label=METHOD_LABELS[m])
+    ax.set_xscale("log")
+    ax.set_xlabel("η (inverse KL strength)")
+    ax.set_ylabel(f"KL regret at T = {res['horizon']}")
+    ax.set_title("Regret grows with η (bound O(η·log T))", fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def summary_rows(res: dict) -> list[list]:
+    rows = []
+    for c in res["curves"]:
+        g = c["growth_16x"]
+        rows.append([c["label"], c["objective"], round(c["mean"][-1], 3), round(c["log_fit"]["r2"], 4),
+                     round(c["loglog_slope"], 3), "" if g is None else round(g, 2)])
+    return rows
+
+
+SUMMARY_HEADERS = ["method", "regret", "final regret", "R² of a+b·log T", "log-log slope", "Reg(16T₀)/Reg(T₀)"]
+
+
+def run_curves(env, eta, horizon, dim, arms, noise, beta, seeds, reference, methods, progress=gr.Progress()):
+    if not methods:
+        raise gr.Error("Select at least one method to run.", title="Nothing selected")
+    params = dict(env=env, eta=eta, horizon=int(horizon), dim=int(dim), arms=int(arms), noise=noise,
+                  beta=beta, seeds=int(seeds), reference=reference, methods=list(methods))
+    job = JobRun(METHOD_ID, "regret_curves", params)
+    yield job.id, gr.skip(), gr.skip(), gr.skip(), f"Job {job.id[:8]} queued…"
+    res = job.wait(progress)
+    yield (job.id, regret_figure(res), policy_figure(res), summary_rows(res),
+           f"Done in {res['elapsed_s']:.1f} s of compute (job {job.id[:8]}).")
+
+
+def run_eta_sweep(env, horizon, dim, arms, noise, beta, seeds, reference, progress=gr.Progress()):
+    params = dict(env=env, horizon=int(horizon), dim=int(dim), arms=int(arms), noise=noise, beta=beta,
+                  seeds=int(seeds), reference=reference)
+    job = JobRun(METHOD_ID, "eta_sweep", params)
+    yield job.id, gr.skip(), f"Job {job.id[:8]} queued…"
+    res = job.wait(progress)
+    yield job.id, eta_figure(res), f"η sweep done in {res['elapsed_s']:.1f} s."
+
+
+def build() -> None:
+    """Create the tab's components inside the current Blocks context."""
+    gr.Markdown(
+        "Each round the learner sees a context, plays an arm from its policy and observes a noisy reward. "
+        "The objective adds a KL penalty to a reference policy π₀ with strength 1/η. "
+        "**KL-UCB** plays the Gibbs policy π ∝ π₀·exp(η·R̃) of an optimistic reward estimate; "
+        "its KL-regularised regret grows like **log T**, while unregularised UCB pays **√T** on hard instances."
+    )
+    job_id = gr.State(None)
+    with gr.Row():
+        with gr.Column(scale=1, min_width=300):
+            env = gr.Radio(["linear", "hard"], value="linear", label="Environment",
+                           info="linear: contextual bandit (A); hard: K-armed, gap √(K/T) (B)")
+            eta = gr.Slider(0.5, 200, value=5, step=0.5, label="η (inverse KL strength)")
+            horizon = gr.Slider(1000, 50000, value=5000, step=1000, label="Horizon T")
+            with gr.Accordion("Environment and algorithm", open=False):
+                dim = gr.Slider(2, 32, value=8, step=1, label="Feature dimension d")
+                arms = gr.Slider(2, 100, value=20, step=1, label="Arms K")
+                noise = gr.Slider(0.0, 0.5, value=0.1, step=0.01, label="Reward noise σ")
+                beta = gr.Slider(0.0, 3.0, value=1.0, step=0.05, label="Bonus scale β")
+                seeds = gr.Slider(1, 10, value=3, step=1, label="Seeds")
+                reference = gr.Radio(["uniform", "peaked"], value="uniform", label="Reference policy π₀")
+            methods = gr.CheckboxGroup([(v, k) for k, v in METHOD_LABELS.items()],
+                                       value=["kl_ucb", "kl_greedy", "ucb"], label="Methods")
+            with gr.Row():
+                run = gr.Button("Run", variant="primary", elem_id="kl_bandits_run")
+                stop = gr.Button("Stop", variant="stop")
+            sweep = gr.Button("Regret vs η")
+            status = gr.Markdown()
+        with gr.Column(scale=3):
+            regret_plot = gr.Plot(label="Cumulative regret", elem_id="kl_bandits_regret_plot")
+            summary = gr.Dataframe(headers=SUMMARY_HEADERS, label="Fits", interactive=False)
+            policy_plot = gr.Plot(label="Policy on one context")
+            eta_plot = gr.Plot(label="Final regret against η")
+    gr.Examples(
+        [["linear", 5, 5000, 8, 20, 0.1, 1.0, 3, "uniform"],
+         ["hard", 5, 16000, 8, 10, 0.1, 1.0, 3, "uniform"],
+         ["linear", 20, 10000, 8, 20, 0.1, 1.0, 3, "peaked"]],
+        inputs=[env, eta, horizon, dim, arms, noise, beta, seeds, reference],
+        label="Examples (then press Run)",
+    )
+    ev = run.click(run_curves, [env, eta, horizon, dim, arms, noise, beta, seeds, reference, methods],
+                   [job_id, regret_plot, policy_plot, summary, status], api_name="kl_bandits_run")
+    ev2 = sweep.click(run_eta_sweep, [env, horizon, dim, arms, noise, beta, seeds, reference],
+                      [job_id, eta_plot, status], api_name="kl_bandits_eta_sweep")
+    stop.click(cancel_job, job_id, status, cancels=[ev, ev2], api_name="kl_bandits_stop")
+
+
+if __name__ == "__main__":
+    from ..standalone import launch_tab
+
+    launch_tab(build, METHOD_ID)

@@ -1,0 +1,58 @@
+"""The Paperlab Blocks: a landing tab, then one tab per available method."""
+from __future__ import annotations
+
+import importlib
+import logging
+import traceback
+from pathlib import Path
+
+import gradio as gr
+
+from engines.registry import METHODS, available
+
+from .landing import ROOT, landing_html
+
+log = logging.getLogger("paperlab.app")
+CSS_PATH = ROOT / "static" / "app.css"
+THEME = gr.themes.Soft(primary_hue="indigo")
+
+
+def _landing_extras() -> None:
+    """Optional landing sections contributed by other modules (e.g. the model zoo's status)."""
+    try:
+        mod = importlib.import_module("app.zoo_status")
+    except ModuleNotFoundError:
+        return
+    mod.build()
+
+
+def build_demo() -> gr.Blocks:
+    with gr.Blocks(title="Paperlab") as demo:
+        with gr.Tabs():
+            with gr.Tab("Papers", id="landing"):
+                gr.HTML(landing_html(), elem_id="landing")
+                _landing_extras()
+            for m in available():
+                with gr.Tab(m.title, id=m.id, elem_id=f"tab-{m.id}"):
+                    try:
+                        importlib.import_module(f"app.tabs.{m.id}").build()
+                    except Exception:  # one broken tab must not take the app down
+                        log.exception("tab %s failed to build", m.id)
+                        gr.Markdown(f"**This tab failed to load.**\n\n```\n{traceback.format_exc(limit=3)}\n```")
+    return demo
+
+
+def launch_kwargs(settings) -> dict:
+    return dict(
+        server_name=settings.host,
+        server_port=settings.port,
+        theme=THEME,
+        css_paths=[CSS_PATH],
+        allowed_paths=[str(ROOT / "docs"), str(ROOT / "static"), str(Path(settings.artifacts_dir))],
+        max_file_size=int(settings.max_upload_mb * 1024 * 1024),
+        show_error=True,
+        footer_links=["api", "gradio"],
+    )
+
+
+__all__ = ["build_demo", "launch_kwargs", "METHODS"]
