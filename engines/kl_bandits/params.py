@@ -11,7 +11,7 @@ Method = Literal["kl_ucb", "kl_greedy", "ucb", "vw_softmax"]
 METHOD_LABELS: dict[str, str] = {
     "kl_ucb": "KL-UCB (Alg. 1)",
     "kl_greedy": "KL-greedy (β = 0)",
-    "ucb": "UCB / LinUCB (unregularised)",
+    "ucb": "UCB / LinUCB",
     "vw_softmax": "Vowpal Wabbit --softmax (peer)",
 }
 
