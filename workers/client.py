@@ -15,14 +15,12 @@ from celery.result import AsyncResult
 
 from engines import registry
 from engines.common.params import validate
+from engines.common.settings import get_settings
 
 from .celery_app import TASK_NAME
 from .tasks import cancel_key, heartbeat_key
 
 State = Literal["queued", "running", "succeeded", "failed", "cancelled"]
-
-#: A running job whose worker has not beaten its heart for this long is declared lost.
-STALE_AFTER_S = 20.0
 
 
 @dataclass
@@ -90,7 +88,7 @@ def _lost(app: Celery, job_id: str) -> bool:
     if beat is None:
         return False  # started but no heartbeat yet
     try:
-        return time.time() - float(beat) > STALE_AFTER_S
+        return time.time() - float(beat) > get_settings().job_stale_after_s
     except ValueError:
         return False
 

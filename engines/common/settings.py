@@ -31,6 +31,8 @@ class Settings(BaseSettings):
     result_backend: str = ""
     soft_time_limit_s: int = Field(default=3 * 3600, ge=10)
     hard_time_limit_s: int = Field(default=3 * 3600 + 300, ge=20)
+    # A running job whose worker sent no heartbeat for this long is declared lost (failed).
+    job_stale_after_s: float = Field(default=20.0, ge=2.0)
     embedded_worker: bool = True
     embedded_concurrency: int = Field(default=1, ge=1, le=16)
 

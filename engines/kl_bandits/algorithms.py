@@ -56,6 +56,26 @@ def simulate(
 ) -> Trace:
     """Run ``methods`` on each bandit (one per seed) for ``horizon`` rounds."""
     vec = [m for m in methods if m != "vw_softmax"]
+    snaps = _snapshot_rounds(horizon)
+    K = bandits[0].arms
+    if vec:
+        R, Bn, SK, SP = _simulate_vectorised(bandits, vec, eta, beta, ridge, horizon, seed, snaps, on_progress)
+    else:
+        R = Bn = np.zeros((0, len(bandits), horizon), np.float32)
+        SK, SP = np.zeros((0, len(bandits), len(snaps))), np.zeros((0, len(snaps), K))
+    out_methods = list(vec)
+    if "vw_softmax" in methods:
+        vr, vb, vk, vp = _simulate_vw(bandits, eta, horizon, seed, snaps)
+        out_methods.append("vw_softmax")
+        R = np.concatenate([R, vr[None]])
+        Bn = np.concatenate([Bn, vb[None]])
+        SK = np.concatenate([SK, vk[None]])
+        SP = np.concatenate([SP, vp[None]])
+    order = [out_methods.index(m) for m in methods]
+    return Trace(tuple(methods), R[order], Bn[order], snaps, SK[order], SP[order])
+
+
+def _simulate_vectorised(bandits, vec, eta, beta, ridge, horizon, seed, snaps, on_progress):
     S, M = len(bandits), len(vec)
     N, K, D = bandits[0].features.shape
     F = np.stack([b.features for b in bandits])  # (S, N, K, D)
@@ -73,7 +93,6 @@ def simulate(
     bvec = np.zeros((B, D))
     w = np.zeros((B, D))
 
-    snaps = _snapshot_rounds(horizon)
     regret = np.zeros((B, horizon), dtype=np.float32)
     bonus = np.zeros((B, horizon), dtype=np.float32)
     snap_kl = np.zeros((B, len(snaps)))
@@ -128,20 +147,8 @@ def simulate(
         if on_progress is not None and t % chunk == 0:
             on_progress(t / horizon)
 
-    out_methods = list(vec)
-    R = regret.reshape(M, S, horizon)
-    Bn = bonus.reshape(M, S, horizon)
-    SK = snap_kl.reshape(M, S, -1)
-    SP = snap_pi.reshape(M, S, len(snaps), K)[:, 0]
-    if "vw_softmax" in methods:
-        vr, vb, vk, vp = _simulate_vw(bandits, eta, horizon, seed, snaps)
-        out_methods.append("vw_softmax")
-        R = np.concatenate([R, vr[None]])
-        Bn = np.concatenate([Bn, vb[None]])
-        SK = np.concatenate([SK, vk[None]])
-        SP = np.concatenate([SP, vp[None]])
-    order = [out_methods.index(m) for m in methods]
-    return Trace(tuple(methods), R[order], Bn[order], snaps, SK[order], SP[order])
+    return (regret.reshape(M, S, horizon), bonus.reshape(M, S, horizon), snap_kl.reshape(M, S, -1),
+            snap_pi.reshape(M, S, len(snaps), K)[:, 0])
 
 
 def _vw_examples(psi: np.ndarray) -> list[str]:

@@ -104,7 +104,7 @@ def linear_checkpoints(horizon: int) -> np.ndarray:
     """Log-spaced horizons, always including the round numbers of the spec's claims."""
     base = [1000, 2000, 5000, 10000, 20000, 50000, 100000]
     grid = np.geomspace(100, horizon, 12).astype(int)
-    return np.unique(np.concatenate([grid, [b for b in base if b <= horizon], [horizon]]))
+    return np.unique(np.concatenate([grid, [b for b in base if b <= horizon], [horizon]]).astype(int))
 
 
 def hard_horizons(horizon: int) -> np.ndarray:

@@ -1,0 +1,38 @@
+# Paperlab: `make run`, `make test`, `make reproduce [METHOD=id]`.
+PYTHON ?= python3.11
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+PIP    := $(PY) -m pip
+STAMP  := $(VENV)/.installed
+# Packages whose declared dependencies are wrong for us (CLI plugins, old pins): installed --no-deps.
+NODEPS := requirements-nodeps.txt
+
+.PHONY: install run test test-fast reproduce lint clean
+
+$(PY):
+	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
+	$(PIP) install -q --upgrade pip setuptools wheel
+
+$(STAMP): $(PY) pyproject.toml constraints.txt $(NODEPS)
+	$(PIP) install -c constraints.txt -e ".[dev]"
+	$(PIP) install -c constraints.txt --no-deps -r $(NODEPS)
+	$(PY) -c "import torch, torchvision; assert torch.__version__.startswith('2.14.1'), torch.__version__"
+	touch $(STAMP)
+
+install: $(STAMP)
+
+run: install
+	$(PY) -m app
+
+# The whole suite: engines, workers, app API, end-to-end (real Redis, worker subprocess, Chromium).
+test: install
+	PAPERLAB_PROFILE=test $(PY) -m pytest -q $(PYTEST_ARGS)
+
+test-fast: install
+	PAPERLAB_PROFILE=test $(PY) -m pytest -q -m "not e2e" $(PYTEST_ARGS)
+
+reproduce: install
+	$(PY) -m engines.reproduce $(METHOD)
+
+clean:
+	rm -rf $(VENV) .pytest_cache

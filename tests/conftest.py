@@ -1,0 +1,28 @@
+"""Shared fixtures: a throwaway data directory, the test profile, job backends, servers, a browser."""
+from __future__ import annotations
+
+import os
+import tempfile
+
+# Before anything imports the settings: micro models, a private data directory.
+os.environ["PAPERLAB_PROFILE"] = "test"
+os.environ.setdefault("PAPERLAB_DATA_DIR", tempfile.mkdtemp(prefix="paperlab-test-"))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("MPLBACKEND", "Agg")
+
+import pytest  # noqa: E402
+
+from tests.helpers import (  # noqa: E402,F401  (fixtures re-exported)
+    app_server,
+    browser_page,
+    inline_app,
+    inline_backend,
+    redis_url,
+)
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if "/e2e/" in str(item.fspath):
+            item.add_marker(pytest.mark.e2e)

@@ -1,0 +1,165 @@
+"""Test helpers and fixtures: free ports, real servers, the app in-process or as a subprocess, Chromium."""
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from contextlib import closing
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM = os.environ.get("PAPERLAB_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"]
+SCREENSHOTS = ROOT / "docs" / "screenshots"
+
+
+def free_port() -> int:
+    with closing(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def require(ok: bool, what: str) -> None:
+    """Skip when a dependency is missing locally; fail under CI=true (it must be installed)."""
+    if ok:
+        return
+    if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+        pytest.fail(f"{what} is required under CI=true (.ci/run installs it)")
+    pytest.skip(f"{what} is not installed")
+
+
+def wait_http(url: str, timeout: float = 60.0, proc: subprocess.Popen | None = None) -> float:
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < timeout:
+        if proc is not None and proc.poll() is not None:
+            raise RuntimeError(f"process exited with {proc.returncode} before {url} answered")
+        try:
+            with urllib.request.urlopen(url, timeout=2) as r:
+                if r.status == 200:
+                    return time.monotonic() - t0
+        except Exception:
+            time.sleep(0.1)
+    raise TimeoutError(f"{url} did not answer within {timeout} s")
+
+
+def stop(proc: subprocess.Popen, timeout: float = 10) -> None:
+    if proc.poll() is not None:
+        return
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout)
+    except (subprocess.TimeoutExpired, ProcessLookupError):
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.wait()
+
+
+def spawn(args: list[str], env: dict, log: Path) -> subprocess.Popen:
+    full = dict(os.environ, PYTHONPATH=str(ROOT), **env)
+    return subprocess.Popen(args, cwd=ROOT, env=full, stdout=open(log, "wb"), stderr=subprocess.STDOUT,
+                            start_new_session=True)
+
+
+def start_worker(env: dict, log: Path, queues: str = "cpu,gpu") -> subprocess.Popen:
+    return spawn([sys.executable, "-m", "celery", "-A", "workers.celery_app", "worker", "-Q", queues,
+                  "--pool=prefork", "-c", "1", "--loglevel=INFO", "--without-gossip", "--without-mingle",
+                  "-n", f"test-{os.getpid()}-{time.monotonic_ns()}@%h"], env, log)
+
+
+# ----------------------------------------------------------------------------- fixtures
+
+
+@pytest.fixture(scope="session")
+def redis_url():
+    exe = shutil.which("redis-server")
+    require(exe is not None, "redis-server")
+    port = free_port()
+    d = tempfile.mkdtemp(prefix="paperlab-redis-")
+    proc = subprocess.Popen([exe, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+                             "--dir", d], stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, start_new_session=True)
+    url = f"redis://127.0.0.1:{port}/0"
+    import redis
+
+    t0 = time.monotonic()
+    while True:
+        try:
+            redis.Redis.from_url(url).ping()
+            break
+        except Exception:
+            if time.monotonic() - t0 > 10:
+                raise
+            time.sleep(0.05)
+    yield url
+    stop(proc)
+
+
+@pytest.fixture
+def inline_backend():
+    from app.jobs import InlineBackend, set_backend
+
+    b = InlineBackend()
+    set_backend(b)
+    yield b
+    set_backend(None)
+
+
+@pytest.fixture(scope="session")
+def inline_app():
+    """The whole app served in this process with jobs run inline: (url, demo)."""
+    from app.jobs import InlineBackend, set_backend
+    from app.ui import build_demo, launch_kwargs
+    from engines.common.settings import get_settings
+
+    set_backend(InlineBackend())
+    s = get_settings().model_copy(update={"port": free_port()})
+    demo = build_demo()
+    demo.queue()
+    demo.launch(prevent_thread_lock=True, quiet=True, **launch_kwargs(s))
+    yield f"http://127.0.0.1:{s.port}/", demo
+    demo.close()
+    set_backend(None)
+
+
+@pytest.fixture
+def app_server(tmp_path):
+    """Factory: start ``python -m app`` as a subprocess with extra env; returns (url, proc, start seconds)."""
+    procs = []
+
+    def start(env: dict | None = None, args: tuple[str, ...] = ()):
+        port = free_port()
+        full = {"PAPERLAB_PORT": str(port), "PAPERLAB_DATA_DIR": os.environ["PAPERLAB_DATA_DIR"],
+                **(env or {})}
+        t0 = time.monotonic()
+        proc = spawn([sys.executable, "-m", "app", *args], full, tmp_path / f"app-{port}.log")
+        procs.append(proc)
+        url = f"http://127.0.0.1:{port}/"
+        wait_http(url, proc=proc)
+        return url, proc, time.monotonic() - t0
+
+    yield start
+    for p in procs:
+        stop(p)
+
+
+@pytest.fixture
+def browser_page():
+    require(Path(CHROMIUM).exists(), f"Chromium at {CHROMIUM}")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.set_default_timeout(60_000)
+        yield page
+        browser.close()
