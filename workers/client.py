@@ -18,7 +18,7 @@ from engines.common.params import validate
 from engines.common.settings import get_settings
 
 from .celery_app import TASK_NAME
-from .tasks import cancel_key, heartbeat_key
+from .tasks import CANCELLED, cancel_key, heartbeat_key
 
 State = Literal["queued", "running", "succeeded", "failed", "cancelled"]
 
@@ -69,7 +69,7 @@ def snapshot(app: Celery, job_id: str) -> Snapshot:
         return Snapshot(job_id, "succeeded", 1.0, "done", result=info)
     if state == "FAILURE":
         return Snapshot(job_id, "failed", error=_error_text(info))
-    if state == "REVOKED":
+    if state in ("REVOKED", CANCELLED):
         meta = info if isinstance(info, dict) else {}
         return Snapshot(job_id, "cancelled", meta.get("fraction", 0.0), meta.get("message", "cancelled"))
     meta = info if isinstance(info, dict) else {}

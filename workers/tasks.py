@@ -24,6 +24,8 @@ from .celery_app import TASK_NAME
 logger = get_task_logger(__name__)
 
 HEARTBEAT_S = 2.0
+#: Custom state of a job stopped through the cooperative flag (REVOKED would need exception info).
+CANCELLED = "CANCELLED"
 
 
 def cancel_key(job_id: str) -> bytes:
@@ -87,7 +89,7 @@ def run_entry(self, method_id: str, entry: str, params: dict[str, Any]) -> dict[
     job_id = self.request.id
     ctx = CeleryContext(self, job_id)
     if ctx.cancelled():
-        self.update_state(state="REVOKED", meta={"message": "cancelled before it started"})
+        self.update_state(state=CANCELLED, meta={"fraction": 0.0, "message": "cancelled before it started"})
         raise Ignore()
     beat = _Heartbeat(self.backend, job_id)
     beat.start()
@@ -95,7 +97,7 @@ def run_entry(self, method_id: str, entry: str, params: dict[str, Any]) -> dict[
         ctx.progress(0.0, "started")
         return registry.run(method_id, entry, params, ctx)
     except JobCancelled:
-        self.update_state(state="REVOKED", meta={"fraction": ctx.fraction, "message": "cancelled by the user"})
+        self.update_state(state=CANCELLED, meta={"fraction": ctx.fraction, "message": "cancelled by the user"})
         raise Ignore()
     except SoftTimeLimitExceeded:
         raise RuntimeError(

@@ -71,6 +71,8 @@ def policy_figure(res: dict):
     axes[0].set_title(f"{METHOD_LABELS[method]} on context 0 converges to π*", fontsize=10)
     axes[0].legend(fontsize=7)
     for m, kls in snap["kl_to_optimal"].items():
+        if m == "ucb":  # a deterministic argmax policy has no Gibbs form to compare
+            continue
         axes[1].loglog(snap["rounds"], np.maximum(kls, 1e-8), "o-", ms=3, color=COLORS[m], label=METHOD_LABELS[m])
     axes[1].set_xlabel("round t")
     axes[1].set_ylabel("KL(π_t ‖ π*) on context 0")

@@ -1,0 +1,99 @@
+"""The app's public API (pinned names), the kl_bandits endpoints through gradio_client, bad input, start-up."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+from gradio_client import Client
+
+from engines.registry import METHODS
+from tests.helpers import ROOT
+
+#: Every public endpoint. Gradio silently renames duplicates, so the list is pinned here.
+API_NAMES = {
+    "kl_bandits_run", "kl_bandits_eta_sweep", "kl_bandits_stop",
+}
+
+IDS = ["dpsdp", "zapformat", "pde_staggered", "fdgen", "multinoulli", "l2d", "cl_angles", "syncmind",
+       "poisonedeye", "fedag", "emloc", "kl_bandits", "moex", "prototype", "slug", "saeuron", "tailopt",
+       "object_audio", "rose"]
+
+
+def test_registry_pins_the_19_methods():
+    assert [m.id for m in METHODS] == IDS
+    for m in METHODS:
+        assert m.summary.count(". ") >= 1 and m.paper.title and m.paper.authors
+        if m.status == "available":
+            assert m.entries and m.claims, f"{m.id} is available without entries or claims"
+            assert (ROOT / m.docs_page).exists(), f"missing {m.docs_page}"
+            assert (ROOT / "app" / "tabs" / f"{m.id}.py").exists()
+
+
+def test_api_names_are_pinned(inline_app):
+    _, demo = inline_app
+    public = {fn.api_name for fn in demo.fns.values() if fn.api_visibility == "public"}
+    assert public == API_NAMES
+    for name in public:
+        assert name.split("_")[0] in {i.split("_")[0] for i in IDS}
+
+
+def test_every_available_method_has_a_tab(inline_app):
+    _, demo = inline_app
+    cfg = demo.config
+    tab_ids = {c["props"].get("id") for c in cfg["components"] if c.get("type") == "tabitem"}
+    for m in METHODS:
+        assert (m.id in tab_ids) == (m.status == "available")
+
+
+KL_ARGS = ("linear", 5, 2000, 8, 20, 0.1, 1.0, 2, "uniform")
+
+
+def test_kl_bandits_run_via_client(inline_app):
+    url, _ = inline_app
+    c = Client(url, verbose=False)
+    regret_plot, policy_plot, summary, status = c.predict(*KL_ARGS, ["kl_ucb", "ucb"], api_name="/kl_bandits_run")
+    assert regret_plot["type"] == "matplotlib" and regret_plot["plot"].startswith("data:image")
+    rows = {r[0]: r for r in summary["data"]}
+    assert set(rows) == {"KL-UCB (Alg. 1)", "UCB / LinUCB"}
+    # KL-UCB's regret on its objective stays far below UCB's unregularised regret.
+    assert rows["KL-UCB (Alg. 1)"][2] < rows["UCB / LinUCB"][2]
+    assert "Done" in status
+
+
+def test_kl_bandits_eta_sweep_via_client(inline_app):
+    url, _ = inline_app
+    c = Client(url, verbose=False)
+    plot, status = c.predict("linear", 1000, 8, 20, 0.1, 1.0, 1, "uniform", api_name="/kl_bandits_eta_sweep")
+    assert plot["plot"].startswith("data:image") and "η sweep done" in status
+
+
+def test_empty_selection_is_a_clear_error(inline_app):
+    url, _ = inline_app
+    c = Client(url, verbose=False)
+    with pytest.raises(Exception, match="Select at least one method"):
+        c.predict(*KL_ARGS, [], api_name="/kl_bandits_run")
+
+
+def test_out_of_range_value_names_the_field(inline_app):
+    url, _ = inline_app
+    c = Client(url, verbose=False)
+    with pytest.raises(Exception, match="(?i)horizon|minimum"):
+        c.predict("linear", 5, 10, 8, 20, 0.1, 1.0, 2, "uniform", ["kl_ucb"], api_name="/kl_bandits_run")
+    # The app keeps serving after bad input.
+    out = c.predict(*KL_ARGS, ["kl_ucb"], api_name="/kl_bandits_run")
+    assert "Done" in out[-1]
+
+
+def test_ui_imports_no_torch():
+    code = ("import sys, time; t=time.perf_counter(); from app.ui import build_demo; build_demo(); "
+            "print(time.perf_counter()-t); assert 'torch' not in sys.modules, 'torch imported at start-up'")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert float(out.stdout.strip().splitlines()[-1]) < 5.0
+
+
+def test_stop_without_job_says_so():
+    from app.bridge import cancel_job
+
+    assert cancel_job(None) == "nothing is running"
