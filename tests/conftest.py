@@ -18,6 +18,8 @@ from tests.helpers import (  # noqa: E402,F401  (fixtures re-exported)
     browser_page,
     inline_app,
     inline_backend,
+    live_app,
+    _browser,
     redis_url,
 )
 

@@ -152,14 +152,51 @@ def app_server(tmp_path):
         stop(p)
 
 
-@pytest.fixture
-def browser_page():
+@pytest.fixture(scope="session")
+def live_app(tmp_path_factory):
+    """One ``python -m app`` subprocess with its embedded worker, shared by the browser tests: url."""
+    log = tmp_path_factory.mktemp("live-app") / "app.log"
+    port = free_port()
+    proc = spawn([sys.executable, "-m", "app"], {"PAPERLAB_PORT": str(port)}, log)
+    url = f"http://127.0.0.1:{port}/"
+    try:
+        wait_http(url, proc=proc)
+    except Exception:
+        stop(proc)
+        raise RuntimeError(f"the app did not start; log:\n{log.read_text()[-3000:]}") from None
+    yield url
+    stop(proc)
+
+
+@pytest.fixture(scope="session")
+def _browser():
     require(Path(CHROMIUM).exists(), f"Chromium at {CHROMIUM}")
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        page.set_default_timeout(60_000)
-        yield page
+        yield browser
         browser.close()
+
+
+@pytest.fixture
+def browser_page(_browser):
+    """A fresh Chromium page (1400×1000) with a 60 s default timeout."""
+    page = _browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.set_default_timeout(60_000)
+    yield page
+    page.close()
+
+
+def open_tab(page, url: str, tab_label: str) -> None:
+    """Open the app and switch to the tab whose label is ``tab_label``."""
+    page.goto(url)
+    page.wait_for_selector("#landing .pl-card")
+    page.get_by_role("tab", name=tab_label).click()
+
+
+def screenshot(page, method_id: str) -> Path:
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    path = SCREENSHOTS / f"{method_id}.png"
+    page.screenshot(path=str(path), full_page=True)
+    return path

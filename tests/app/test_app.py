@@ -10,10 +10,7 @@ from gradio_client import Client
 from engines.registry import METHODS
 from tests.helpers import ROOT
 
-#: Every public endpoint. Gradio silently renames duplicates, so the list is pinned here.
-API_NAMES = {
-    "kl_bandits_run", "kl_bandits_eta_sweep", "kl_bandits_stop",
-}
+from tests.app.api_names import API_NAMES
 
 IDS = ["dpsdp", "zapformat", "pde_staggered", "fdgen", "multinoulli", "l2d", "cl_angles", "syncmind",
        "poisonedeye", "fedag", "emloc", "kl_bandits", "moex", "prototype", "slug", "saeuron", "tailopt",
@@ -33,9 +30,10 @@ def test_registry_pins_the_19_methods():
 def test_api_names_are_pinned(inline_app):
     _, demo = inline_app
     public = {fn.api_name for fn in demo.fns.values() if fn.api_visibility == "public"}
-    assert public == API_NAMES
-    for name in public:
-        assert name.split("_")[0] in {i.split("_")[0] for i in IDS}
+    assert public == set().union(*API_NAMES.values())
+    assert list(API_NAMES) == IDS
+    for mid, names in API_NAMES.items():
+        assert all(n.startswith(mid + "_") for n in names), f"{mid}: endpoint names must start with {mid}_"
 
 
 def test_every_available_method_has_a_tab(inline_app):

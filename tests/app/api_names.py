@@ -1,0 +1,44 @@
+"""Every public API endpoint, per method. Gradio silently renames duplicates, so the names are pinned.
+
+One entry per method id (keep the blank lines: parallel branches edit different entries).
+"""
+
+API_NAMES: dict[str, set[str]] = {
+    "dpsdp": set(),
+
+    "zapformat": set(),
+
+    "pde_staggered": set(),
+
+    "fdgen": set(),
+
+    "multinoulli": set(),
+
+    "l2d": set(),
+
+    "cl_angles": set(),
+
+    "syncmind": set(),
+
+    "poisonedeye": set(),
+
+    "fedag": set(),
+
+    "emloc": set(),
+
+    "kl_bandits": {"kl_bandits_run", "kl_bandits_eta_sweep", "kl_bandits_stop"},
+
+    "moex": set(),
+
+    "prototype": set(),
+
+    "slug": set(),
+
+    "saeuron": set(),
+
+    "tailopt": set(),
+
+    "object_audio": set(),
+
+    "rose": set(),
+}
