@@ -211,7 +211,21 @@ METHODS: list[MethodSpec] = [
     ),
 ]
 
-_BY_ID = {m.id: m for m in METHODS}
+# Entries that are not paper methods (the shared model zoo's build job): reachable by id for jobs,
+# never listed on the landing page or given a tab.
+INTERNAL: list[MethodSpec] = [
+    MethodSpec(
+        id="zoo",
+        title="Model zoo",
+        paper=Paper("(shared infrastructure)", "Paperlab", venue=""),
+        summary="Shared tiny models (CLIP, latent text-to-image diffusion, judges) trained once and cached. Methods load them with engines.common.zoo.load.",
+        try_it="Build a zoo model from the landing page.",
+        status="planned",
+        entries={"build": Entry("engines.common.zoo.jobs:build_entry", "engines.common.zoo.params:ZooBuildParams")},
+    ),
+]
+
+_BY_ID = {m.id: m for m in METHODS + INTERNAL}
 
 
 def get(method_id: str) -> MethodSpec:
