@@ -195,10 +195,10 @@ def continuous_greedy(obj: Objective, part: Partition, T: int = 50, batch: int =
         fR_all = []
         for _ in range(batch):
             R = ground[rng.random(ground.size) < x[ground]]
-            fR = obj.value(R)
-            fR_all.append(fR)
             out = np.setdiff1d(ground, R)
-            g[out] += obj.values_plus(R, out) - fR
+            fR, vals = obj.value_and_plus(R, out)
+            fR_all.append(fR)
+            g[out] += vals - fR
             for v in R:  # ∂F/∂x_v = E[f(R + v) − f(R − v)]
                 g[v] += fR - obj.value(R[R != v])
         g /= batch

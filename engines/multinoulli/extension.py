@@ -76,13 +76,11 @@ class Priors:
 
 
 def sample_draws(pr: Priors, rng: np.random.Generator) -> list[np.ndarray]:
-    """One draw vector per unit: c_u element ids, −1 for "no element"."""
+    """One draw vector per unit: c_u element ids, −1 for "no element" (inverse-CDF sampling)."""
     out = []
     for u in range(pr.U):
-        q = np.clip(pr.q(u), 0.0, None)
-        none = max(0.0, 1.0 - q.sum())
-        p = np.append(q, none)
-        idx = rng.choice(p.size, size=int(pr.draws[u]), p=p / p.sum())
+        cs = np.cumsum(np.clip(pr.q(u), 0.0, None))
+        idx = np.searchsorted(cs, rng.random(int(pr.draws[u])), side="right")
         el = pr.elems(u)
         out.append(np.where(idx < el.size, el[np.minimum(idx, el.size - 1)], -1))
     return out
@@ -112,9 +110,8 @@ def grad_estimate(obj: Objective, pr: Priors, rng: np.random.Generator) -> tuple
     fS = None
     for u in range(pr.U):
         R = _union(draws, {u: (0,)})
-        base = obj.value(R)
         el = pr.elems(u)
-        vp = obj.values_plus(R, el)
+        base, vp = obj.value_and_plus(R, el)
         g[pr.offsets[u]:pr.offsets[u + 1]] = pr.draws[u] * (vp - base)
         if u == 0:  # S = R ∪ {first draw of unit 0}
             v0 = draws[0][0]
@@ -152,10 +149,8 @@ def hessian_vector_estimate(obj: Objective, pr: Priors, delta: np.ndarray,
             coef = pr.draws[u] * pr.draws[w]
             R = _union(draws, {u: (0,), w: (0,)})
         el = pr.elems(u)
-        fR = obj.value(R)
-        fRx = obj.value(sorted(set(R) | {xel}))
-        a = obj.values_plus(sorted(set(R) | {xel}), el)
-        b = obj.values_plus(R, el)
+        fRx, a = obj.value_and_plus(sorted(set(R) | {xel}), el)
+        fR, b = obj.value_and_plus(R, el)
         out[pr.offsets[u]:pr.offsets[u + 1]] = coef * (a - b - fRx + fR)
     return scale * out
 

@@ -93,15 +93,22 @@ class Objective:
 
     def values_plus(self, S, cands) -> np.ndarray:
         """f(S ∪ {v}) for each v in ``cands`` (len(cands) evaluations)."""
-        cands = np.asarray(cands, dtype=np.int64)
-        self.evals += int(cands.size)
-        S = np.asarray(sorted(set(int(v) for v in S)), dtype=np.int64)
-        out = np.asarray(self._values_plus(S, cands), dtype=float)
-        if S.size:
-            inside = np.isin(cands, S)
-            if inside.any():
-                out[inside] = self._value(S)
+        fS, out = self.value_and_plus(S, cands)
+        self.evals -= 1
         return out
+
+    def value_and_plus(self, S, cands) -> tuple[float, np.ndarray]:
+        """(f(S), f(S ∪ {v}) for each v in ``cands``): 1 + len(cands) evaluations."""
+        cands = np.asarray(cands, dtype=np.int64)
+        self.evals += int(cands.size) + 1
+        S = np.asarray(sorted(set(int(v) for v in S)), dtype=np.int64)
+        fS, out = self._values_plus(S, cands)
+        out = np.asarray(out, dtype=float)
+        if S.size:
+            Sset = set(S.tolist())
+            inside = np.array([c in Sset for c in cands.tolist()]) if cands.size < 64 else np.isin(cands, S)
+            out[inside] = fS
+        return float(fS), out
 
     def values_batch(self, sets: np.ndarray) -> np.ndarray:
         """f of each row of an (N, m) integer array of distinct elements (N evaluations)."""
@@ -113,8 +120,9 @@ class Objective:
     def _value(self, S: np.ndarray) -> float:
         raise NotImplementedError
 
-    def _values_plus(self, S: np.ndarray, cands: np.ndarray) -> np.ndarray:
-        return np.array([self._value(np.union1d(S, [c])) for c in cands])
+    def _values_plus(self, S: np.ndarray, cands: np.ndarray) -> tuple[float, np.ndarray]:
+        """(f(S), [f(S ∪ {c}) for c in cands]); entries for c ∈ S are overwritten by the caller."""
+        return self._value(S), np.array([self._value(np.union1d(S, [c])) for c in cands])
 
     def _values_batch(self, sets: np.ndarray) -> np.ndarray:
         return np.array([self._value(np.unique(s)) for s in sets])
@@ -132,18 +140,18 @@ class LogDet(Objective):
     def _value(self, S):
         if S.size == 0:
             return 0.0
-        return float(np.linalg.slogdet(np.eye(S.size) + self.L[np.ix_(S, S)])[1])
+        return float(np.linalg.slogdet(np.eye(S.size) + self.L[S][:, S])[1])
 
     def _values_plus(self, S, cands):
         diag = self.L[cands, cands]
         if S.size == 0:
-            return np.log1p(diag)
-        K = np.eye(S.size) + self.L[np.ix_(S, S)]
-        C = np.linalg.cholesky(K)
-        W = np.linalg.solve(C, self.L[np.ix_(S, cands)])  # C⁻¹ L_{S,c}
+            return 0.0, np.log1p(diag)
+        LS = self.L[S]
+        C = np.linalg.cholesky(np.eye(S.size) + LS[:, S])
+        W = np.linalg.solve(C, LS[:, cands])  # C⁻¹ L_{S,c}
         schur = 1.0 + diag - (W * W).sum(0)  # Schur complement of I + L_{S+c}
         base = 2.0 * np.log(np.diag(C)).sum()
-        return base + np.log(np.maximum(schur, 1e-300))
+        return base, base + np.log(np.maximum(schur, 1e-300))
 
     def _values_batch(self, sets):
         if sets.shape[1] == 0:
@@ -177,7 +185,7 @@ class AOptimalDesign(Objective):
         Xc = self.X[cands]
         U = Xc @ Minv  # rows: (M⁻¹ x)ᵀ
         # Sherman–Morrison: tr(M⁻¹) − tr((M + xxᵀ/σ²)⁻¹) = ‖M⁻¹x‖² / (σ² + xᵀM⁻¹x)
-        return base + (U * U).sum(1) / (self.s2 + (U * Xc).sum(1))
+        return base, base + (U * U).sum(1) / (self.s2 + (U * Xc).sum(1))
 
     def _values_batch(self, sets):
         XS = self.X[sets]  # (N, m, d)
@@ -204,7 +212,8 @@ class Coverage(Objective):
 
     def _values_plus(self, S, cands):
         cov = self._covered(S)
-        return self.w[cov].sum() + self.Af[cands] @ (self.w * ~cov)
+        base = self.w[cov].sum()
+        return base, base + self.Af[cands] @ (self.w * ~cov)
 
     def _values_batch(self, sets):
         cov = self.A[sets].any(1)  # (N, m)

@@ -89,5 +89,26 @@ def coverage_instance(p: InstanceParams) -> Instance:
     return Instance("coverage", Coverage(A, np.ones(n)), part, title, {"graph": G})
 
 
+def check_partition(p: InstanceParams) -> Partition:
+    """The partition of an instance without its objective (cheap): raises PartitionError/VideoError early."""
+    from .params import CLIP_FRAMES
+
+    if p.task == "video":
+        if p.clip == "upload":
+            from .video import upload_frames
+
+            n = min(p.frames, upload_frames(p.upload_id))
+        else:
+            n = min(p.frames, CLIP_FRAMES.get(p.clip, 1797))
+        blocks = np.array_split(np.arange(n), p.blocks)
+        names = [f"segment {k + 1}" for k in range(p.blocks)]
+    elif p.task == "design":
+        blocks = np.array_split(np.arange(p.design_points), p.blocks)
+        names = [f"group {k + 1}" for k in range(p.blocks)]
+    else:
+        return coverage_instance(p).partition
+    return Partition(blocks, [p.budget] * p.blocks, names)
+
+
 def build(p: InstanceParams) -> Instance:
     return {"video": video_instance, "design": design_instance, "coverage": coverage_instance}[p.task](p)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import json
 import shutil
 from functools import lru_cache
 from pathlib import Path
@@ -64,7 +65,16 @@ def store_upload(src: str | Path, min_frames: int = 2) -> tuple[str, int]:
     dst = uploads_dir() / f"{h}.video"
     if not dst.exists():
         shutil.copyfile(src, dst)
+    (uploads_dir() / f"{h}.json").write_text(json.dumps({"frames": n, "name": src.name}))
     return h, n
+
+
+def upload_frames(upload_id: str) -> int:
+    """Decodable frame count recorded when the video was uploaded."""
+    meta = uploads_dir() / f"{upload_id}.json"
+    if not meta.exists():
+        raise VideoError(f"uploaded video {upload_id[:12]}… is not in the data directory (upload it again)")
+    return int(json.loads(meta.read_text())["frames"])
 
 
 def decode(path: Path, max_frames: int = 300) -> tuple[np.ndarray, np.ndarray]:
