@@ -72,12 +72,12 @@ def on_upload(file):
 
 
 def run_compare(task, clip, upload_id, frames, design_points, graph, graph_nodes, blocks, budget, seed,
-                T, batch, estimator, draws, rounding, eps, gamma, beta, methods, progress=gr.Progress()):
+                T, batch, estimator, draws, rounding, pad, eps, gamma, beta, methods, progress=gr.Progress()):
     if not methods:
         raise gr.Error("Select at least one algorithm to run.", title="Nothing selected")
     params = _instance(task, clip, upload_id, frames, design_points, graph, graph_nodes, blocks, budget, seed)
     params.update(methods=list(methods), T=int(T), batch=int(batch), estimator=estimator, draws=draws,
-                  rounding_samples=int(rounding), dls_epsilon=float(eps),
+                  rounding_samples=int(rounding), pad=pad, dls_epsilon=float(eps),
                   dls_gamma=(float(gamma) if gamma and gamma > 0 else None),
                   dls_beta=(float(beta) if beta and beta > 0 else None))
     job = JobRun(METHOD_ID, "compare", params)
@@ -110,9 +110,9 @@ def _status(res: dict) -> str:
 
 
 def run_sweep(task, clip, upload_id, frames, design_points, graph, graph_nodes, blocks, budget, seed,
-              estimator, draws, progress=gr.Progress()):
+              estimator, draws, pad, progress=gr.Progress()):
     params = _instance(task, clip, upload_id, frames, design_points, graph, graph_nodes, blocks, budget, seed)
-    params.update(estimator=estimator, draws=draws, Ts=[10, 20, 50, 100, 200], seeds=3)
+    params.update(estimator=estimator, draws=draws, pad=pad, Ts=[2, 5, 10, 20, 50, 100], seeds=3)
     job = JobRun(METHOD_ID, "sweep", params)
     yield job.id, gr.skip(), f"Job {job.id[:8]} queued…"
     res = job.wait(progress)
@@ -160,9 +160,11 @@ def build() -> None:
                 T = gr.Slider(2, 500, value=50, step=1, label="Multinoulli-SCG iterations T (step 1/T)")
                 batch = gr.Slider(1, 16, value=1, step=1, label="Samples per gradient estimate")
                 estimator = gr.Radio(["momentum", "path_integrated"], value="momentum", label="Gradient estimator")
-                draws = gr.Radio(["shared", "slots"], value="shared", label="Draws",
-                                 info="shared: B_k draws from one prior per block; slots: B_k priors per block")
+                draws = gr.Radio(["slots", "shared"], value="slots", label="Draws",
+                                 info="slots: B_k priors per block, one draw each; shared: B_k draws from one prior")
                 rounding = gr.Slider(1, 64, value=8, step=1, label="Rounded draws (best kept)")
+                pad = gr.Radio(["greedy", "none"], value="greedy", label="Padding of short blocks after sampling",
+                               info="none: the sampled set as it is (E f = ME exactly)")
                 eps = gr.Slider(0.02, 0.5, value=0.1, step=0.01, label="Distorted local search ε")
                 gamma = gr.Number(0, minimum=0, maximum=1, label="γ for local search (0 = estimate)")
                 beta = gr.Number(0, minimum=0, maximum=20, label="β for local search (0 = estimate)")
@@ -191,9 +193,9 @@ def build() -> None:
     )
     task.change(_task_visibility, task, [video_box, design_box, coverage_box], api_visibility="private")
     upload.upload(on_upload, upload, [upload_id, upload_msg, clip], api_name="multinoulli_upload")
-    ev = run.click(run_compare, instance_inputs + [T, batch, estimator, draws, rounding, eps, gamma, beta, methods],
+    ev = run.click(run_compare, instance_inputs + [T, batch, estimator, draws, rounding, pad, eps, gamma, beta, methods],
                    [job_id, value_plot, priors_plot, view, summary, status], api_name="multinoulli_run")
-    ev2 = sweep.click(run_sweep, instance_inputs + [estimator, draws], [job_id, sweep_plot, status],
+    ev2 = sweep.click(run_sweep, instance_inputs + [estimator, draws, pad], [job_id, sweep_plot, status],
                       api_name="multinoulli_sweep")
     stop.click(cancel_job, job_id, status, cancels=[ev, ev2], api_name="multinoulli_stop")
 

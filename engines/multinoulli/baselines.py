@@ -235,22 +235,18 @@ def brute_force(obj: Objective, part: Partition, limit: int = 200_000, chunk: in
                          "use fewer blocks, smaller blocks or smaller budgets")
     tr = Tracker(obj, "brute_force")
     per_block = [np.array(list(itertools.combinations(b, int(B)))) for b, B in zip(part.blocks, part.budgets)]
-    best, best_v, done = None, -np.inf, 0
-    it = itertools.product(*[range(len(c)) for c in per_block])
-    while True:
-        idx = list(itertools.islice(it, chunk))
-        if not idx:
-            break
-        idx = np.array(idx)
-        sets = np.concatenate([per_block[k][idx[:, k]] for k in range(part.K)], axis=1)
+    dims = [len(c) for c in per_block]
+    best, best_v = None, -np.inf
+    for start in range(0, total, chunk):
+        idx = np.unravel_index(np.arange(start, min(total, start + chunk)), dims)
+        sets = np.concatenate([per_block[k][idx[k]] for k in range(part.K)], axis=1)
         vals = obj.values_batch(sets)
         j = int(np.argmax(vals))
         if vals[j] > best_v:
             best, best_v = sets[j], float(vals[j])
             tr.point(best_v)
-        done += len(idx)
         if on_step:
-            on_step(done / total, f"brute force {done:,}/{total:,}")
+            on_step(min(1.0, (start + chunk) / total), f"brute force {min(total, start + chunk):,}/{total:,}")
     return tr.done(list(best), best_v)
 
 

@@ -54,6 +54,7 @@ class SCGDetail(BaseModel):
     relaxed: list[float]  # single-sample ME(q^t) estimates, t = 1..T
     relax_evals: int
     rounded_values: list[float]
+    sampled_values: list[float]  # f of the same draws before padding: an unbiased estimate of ME(q^T)
     priors: list[list[float]]  # final per-block distribution (expected draws per element / B_k)
     snapshots: list[list[list[float]]]
     snapshot_t: list[int]
@@ -108,7 +109,7 @@ def run_method(m: str, inst: Instance, p: CompareParams, gamma: float | None, be
     obj, part = inst.objective, inst.partition
     if m == "scg":
         return multinoulli_scg(obj, part, T=p.T, batch=p.batch, estimator=p.estimator, draws=p.draws,
-                               rounding_samples=p.rounding_samples, seed=p.seed, on_step=hook)
+                               rounding_samples=p.rounding_samples, pad=p.pad, seed=p.seed, on_step=hook)
     if m == "greedy":
         return bl.greedy(obj, part, on_step=hook)
     if m == "residual_random_greedy":
@@ -166,6 +167,7 @@ def compare(params: CompareParams | dict, ctx: JobContext | None = None) -> Comp
     if "scg" in runs:
         e = runs["scg"].extra
         scg = SCGDetail(relaxed=e["relaxed"], relax_evals=e["relax_evals"], rounded_values=e["rounded_values"],
+                        sampled_values=e["sampled_values"],
                         priors=e["priors"], snapshots=e["snapshots"], snapshot_t=e["snapshot_t"],
                         estimator=e["estimator"], draws=e["draws"], T=e["T"])
     ctx.progress(0.95, "drawing the selection")
@@ -194,7 +196,7 @@ class SweepResult(BaseModel):
     Ts: list[int]
     mean: list[float]
     std: list[float]
-    relaxed_mean: list[float]  # mean of the last 10% single-sample ME estimates (before rounding)
+    relaxed_mean: list[float]  # ME(q^T): mean f of the rounding draws before padding
     evals: list[float]
     greedy: float
     greedy_evals: int
@@ -216,10 +218,10 @@ def sweep(params: SweepParams | dict, ctx: JobContext | None = None) -> SweepRes
         vals, rel, ev = [], [], []
         for s in range(p.seeds):
             sub = Subprogress(ctx, done / total, (done + T) / total)
-            r = multinoulli_scg(obj, part, T=T, estimator=p.estimator, draws=p.draws, seed=p.seed + s, on_step=sub)
+            r = multinoulli_scg(obj, part, T=T, estimator=p.estimator, draws=p.draws, pad=p.pad, seed=p.seed + s,
+                                on_step=sub)
             vals.append(r.value)
-            tail = r.extra["relaxed"][-max(1, T // 10):]
-            rel.append(float(np.mean(tail)))
+            rel.append(float(np.mean(r.extra["sampled_values"])))
             ev.append(r.evals)
             done += T
         mean.append(float(np.mean(vals)))

@@ -205,18 +205,24 @@ def pad_greedily(obj: Objective, part: Partition, S: list[int]) -> list[int]:
     return S
 
 
-def round_priors(obj: Objective, pr: Priors, rng: np.random.Generator, samples: int = 1
-                 ) -> tuple[list[int], float, list[float]]:
+def round_priors(obj: Objective, pr: Priors, rng: np.random.Generator, samples: int = 1, pad: str = "greedy"
+                 ) -> tuple[list[int], float, list[float], list[float]]:
     """Lossless rounding: draw S ~ q (always feasible), pad each block to B_k, keep the best of ``samples``.
 
-    E f(rounded) ≥ E f(S) = ME(q) for any monotone f; no submodularity is used.
-    Returns (best set, its value, values of every rounded draw).
+    E f(S) = ME(q) and f(padded S) ≥ f(S) for any monotone f: no submodularity is used.
+    ``pad="none"`` keeps the sampled set as it is (valid for any set function, monotone or not).
+    Returns (best set, its value, f of every padded draw, f of every draw before padding).
     """
-    best, best_v, vals = None, -np.inf, []
+    best, best_v, vals, raw = None, -np.inf, [], []
     for _ in range(samples):
-        S = pad_greedily(obj, pr.part, sample_set(pr, rng))
-        v = obj.value(S)
+        S0 = sample_set(pr, rng)
+        raw.append(obj.value(S0))
+        if pad == "greedy":
+            S = pad_greedily(obj, pr.part, S0)
+            v = obj.value(S)
+        else:
+            S, v = S0, raw[-1]
         vals.append(v)
         if v > best_v:
             best, best_v = S, v
-    return best, float(best_v), vals
+    return best, float(best_v), vals, raw

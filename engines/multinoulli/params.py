@@ -61,8 +61,9 @@ class CompareParams(InstanceParams):
     T: int = Field(50, ge=2, le=500, description="Multinoulli-SCG iterations (step 1/T)")
     batch: int = Field(1, ge=1, le=16, description="samples per gradient estimate")
     estimator: Literal["momentum", "path_integrated"] = "momentum"
-    draws: Literal["shared", "slots"] = Field("shared", description="B_k draws from one prior, or B_k slot priors")
+    draws: Literal["slots", "shared"] = Field("slots", description="B_k slot priors per block, or B_k draws from one")
     rounding_samples: int = Field(8, ge=1, le=64, description="rounded draws; the best is kept")
+    pad: Literal["greedy", "none"] = Field("greedy", description="fill blocks left short by the sample (monotone f)")
     dls_epsilon: float = Field(0.1, ge=0.02, le=0.5, description="distorted local search accuracy ε")
     dls_gamma: float | None = Field(None, gt=0.0, le=1.0, description="γ given to local search (None: estimate)")
     dls_beta: float | None = Field(None, gt=0.0, le=20.0, description="β given to local search (None: estimate)")
@@ -82,7 +83,8 @@ class SweepParams(InstanceParams):
     Ts: tuple[int, ...] = Field((10, 20, 50, 100, 200), min_length=2, max_length=10)
     seeds: int = Field(3, ge=1, le=10)
     estimator: Literal["momentum", "path_integrated"] = "momentum"
-    draws: Literal["shared", "slots"] = "shared"
+    draws: Literal["slots", "shared"] = "slots"
+    pad: Literal["greedy", "none"] = "greedy"
 
     @field_validator("Ts")
     @classmethod

@@ -36,8 +36,8 @@ def linear_maximiser(pr: Priors, d: np.ndarray) -> np.ndarray:
 
 
 def multinoulli_scg(obj: Objective, part: Partition, T: int = 50, batch: int = 1,
-                    estimator: str = "momentum", draws: str = "shared", rounding_samples: int = 8,
-                    seed: int = 0, snapshots: int = 12, on_step: StepHook = None) -> Run:
+                    estimator: str = "momentum", draws: str = "slots", rounding_samples: int = 8,
+                    pad: str = "greedy", seed: int = 0, snapshots: int = 12, on_step: StepHook = None) -> Run:
     """Run Multinoulli-SCG; note the signature: no α, γ or β."""
     if estimator not in ("momentum", "path_integrated"):
         raise ValueError(f"unknown estimator {estimator!r} (momentum or path_integrated)")
@@ -75,7 +75,7 @@ def multinoulli_scg(obj: Objective, part: Partition, T: int = 50, batch: int = 1
         if on_step is not None:
             on_step(t / T, f"Multinoulli-SCG step {t}/{T}")
     relax_evals = tr.evals
-    S, val, vals = round_priors(obj, pr, rng, rounding_samples)
-    return tr.done(S, val, relaxed=relaxed, relax_evals=relax_evals, rounded_values=vals,
+    S, val, vals, raw = round_priors(obj, pr, rng, rounding_samples, pad)
+    return tr.done(S, val, relaxed=relaxed, relax_evals=relax_evals, rounded_values=vals, sampled_values=raw,
                    snapshots=snaps, snapshot_t=snap_t, estimator=estimator, draws=draws, T=T, batch=batch,
                    priors=[b.tolist() for b in pr.block_distribution()], x=pr.x.tolist())
