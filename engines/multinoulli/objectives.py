@@ -220,7 +220,7 @@ class Coverage(Objective):
         return cov @ self.w
 
 
-class Callable_(Objective):
+class BlackBox(Objective):
     """Wrap a plain Python callable f(list_of_ints) -> float (used for black-box objectives and tests)."""
 
     def __init__(self, fn, n: int, name: str = "custom"):

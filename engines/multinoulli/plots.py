@@ -132,8 +132,9 @@ def storyboard(inst, selection: list[int], label: str):
     K = part.K
     cols = min(K, 10)
     rows_of_segments = int(np.ceil(K / cols))
-    fig, axes = plt.subplots(B * rows_of_segments, cols, figsize=(1.45 * cols, 1.25 * B * rows_of_segments + 0.5),
-                             squeeze=False)
+    aspect = thumbs.shape[1] / thumbs.shape[2]
+    fig, axes = plt.subplots(B * rows_of_segments, cols, squeeze=False,
+                             figsize=(1.45 * cols, (1.45 * aspect + 0.3) * B * rows_of_segments + 0.4))
     for ax in axes.ravel():
         ax.axis("off")
     sel = set(selection)

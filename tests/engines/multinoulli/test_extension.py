@@ -7,7 +7,7 @@ import pytest
 from engines.multinoulli.baselines import swap_rounding_block
 from engines.multinoulli.extension import (Priors, exact_gradient, exact_value, grad_estimate,
                                            hessian_vector_estimate, round_priors, sample_set)
-from engines.multinoulli.objectives import Callable_, LogDet, Partition
+from engines.multinoulli.objectives import BlackBox, LogDet, Partition
 
 
 def tiny(seed=0):
@@ -73,7 +73,7 @@ def test_lossless_rounding_any_monotone_f():
     """Check 2: for 20 random priors and a monotone supermodular (non-submodular) f, mean f(rounded) ≥ ME − 3 SE,
     and every rounded set has exactly B_k elements per block."""
     w = np.array([1.0, 2.0, 0.5, 1.5, 3.0, 0.2, 1.0, 2.5])
-    f = Callable_(lambda S: float(w[S].sum() ** 2), 8, "(Σw)²")  # supermodular: greedy has no guarantee
+    f = BlackBox(lambda S: float(w[S].sum() ** 2), 8, "(Σw)²")  # supermodular: greedy has no guarantee
     _, part = tiny()
     rng = np.random.default_rng(6)
     for i in range(20):
