@@ -9,6 +9,8 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import signal
+import sys
 import time
 
 T0 = time.perf_counter()
@@ -34,6 +36,8 @@ def main(argv: list[str] | None = None) -> None:
     if args.port:
         s.port = args.port
 
+    # SIGTERM (docker stop, test teardown) must run the finally below, which stops the embedded worker.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     worker = None
     if not s.inline_jobs and not args.no_worker and s.embedded_worker and not s.broker_url:
         from workers.embedded import EmbeddedWorker

@@ -16,12 +16,17 @@ from pathlib import Path
 from engines.common.settings import Settings, get_settings
 
 
-def worker_command(s: Settings, queues: str = "cpu,gpu", pool: str = "prefork") -> list[str]:
+def worker_args(s: Settings, queues: str = "cpu,gpu", pool: str = "prefork") -> list[str]:
     return [
-        sys.executable, "-m", "celery", "-A", "workers.celery_app", "worker",
-        "-Q", queues, f"--pool={pool}", "-c", str(s.embedded_concurrency),
+        "worker", "-Q", queues, f"--pool={pool}", "-c", str(s.embedded_concurrency),
         "--loglevel=INFO", "-n", f"embedded-{os.getpid()}@%h", "--without-gossip", "--without-mingle",
     ]
+
+
+def worker_command(s: Settings, parent_pid: int | None = None) -> list[str]:
+    """``python -m workers.embedded --parent PID``: a worker that exits when its parent is gone."""
+    cmd = [sys.executable, "-m", "workers.embedded"]
+    return cmd + (["--parent", str(parent_pid)] if parent_pid else [])
 
 
 class EmbeddedWorker:
@@ -35,7 +40,7 @@ class EmbeddedWorker:
         log = open(self.log_path, "ab")
         root = Path(__file__).resolve().parent.parent
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")])))
-        self.proc = subprocess.Popen(worker_command(self.settings), stdout=log, stderr=subprocess.STDOUT,
+        self.proc = subprocess.Popen(worker_command(self.settings, os.getpid()), stdout=log, stderr=subprocess.STDOUT,
                                      env=env, cwd=root, start_new_session=True)
         atexit.register(self.stop)
         return self
@@ -59,8 +64,38 @@ class EmbeddedWorker:
         return self.proc is not None and self.proc.poll() is None
 
 
-def main() -> None:  # pragma: no cover - foreground convenience
-    os.execv(sys.executable, worker_command(get_settings()))
+def _watch_parent(parent_pid: int, grace_s: float = 15.0) -> None:
+    """Stop this worker (warm shutdown, then hard exit) once the launching process has gone away."""
+    import threading
+    import time
+
+    def watch() -> None:
+        while True:
+            try:
+                os.kill(parent_pid, 0)
+            except ProcessLookupError:
+                break
+            if os.getppid() != parent_pid:
+                break
+            time.sleep(1.0)
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(grace_s)
+        os._exit(1)
+
+    threading.Thread(target=watch, daemon=True, name="parent-watch").start()
+
+
+def main(argv: list[str] | None = None) -> None:
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="python -m workers.embedded", description="run the embedded worker")
+    ap.add_argument("--parent", type=int, help="exit when this process id is gone (set by the launcher)")
+    args = ap.parse_args(argv)
+    if args.parent:
+        _watch_parent(args.parent)
+    from .celery_app import app
+
+    app.worker_main(worker_args(get_settings()))
 
 
 if __name__ == "__main__":

@@ -147,3 +147,34 @@ def test_batch_cli_against_redis(redis_stack, tmp_path):
     out = batch("submit", "kl_bandits.regret_curves", "--params", str(p), "--wait", "--timeout", "90", env=env)
     assert out.returncode == 0, out.stderr
     assert len(json.loads(out.stdout.splitlines()[-1])["curves"]) == 3
+
+
+def _children_of(pid: int) -> list[int]:
+    out = subprocess.run(["ps", "-eo", "pid=,ppid=,args="], capture_output=True, text=True).stdout
+    return [int(line.split()[0]) for line in out.splitlines()
+            if int(line.split()[1]) == pid and "workers.embedded" in line]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    st = subprocess.run(["ps", "-o", "stat=", "-p", str(pid)], capture_output=True, text=True).stdout.strip()
+    return bool(st) and not st.startswith("Z")
+
+
+def test_embedded_worker_dies_with_the_app(app_server, tmp_path):
+    """The embedded worker stops with the app: on SIGTERM (finally) and even on SIGKILL (parent watch)."""
+    for sig, within in ((signal.SIGTERM, 20), (signal.SIGKILL, 30)):
+        _, proc, _ = app_server({"PAPERLAB_DATA_DIR": str(tmp_path / f"d{sig}")})
+        t0 = time.monotonic()
+        while not (workers := _children_of(proc.pid)):
+            assert time.monotonic() - t0 < 30, "no embedded worker started"
+            time.sleep(0.2)
+        os.kill(proc.pid, sig)
+        proc.wait(30)
+        t0 = time.monotonic()
+        while _alive(workers[0]):
+            assert time.monotonic() - t0 < within, f"embedded worker outlived the app after {sig!r}"
+            time.sleep(0.5)
