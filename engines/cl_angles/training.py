@@ -74,12 +74,14 @@ def gradient_descent(
     evals: dict[str, tuple[torch.Tensor, torch.Tensor]] | None = None,
     eval_every: int = 0,
     on_progress: Callable[[float], None] | None = None,
+    w: torch.Tensor | None = None,
 ) -> History:
     """Train ``net`` in place on (X, y) — (G, N, P, d), (G, N) in {0, 1} — for ``epochs`` full-batch steps.
 
     ``evals``: test sets {name: (X', y')} with X' of G' groups dividing the models (per seed, per
     (seed, angle), ...); recorded with the loss and the trace every ``eval_every`` epochs (and at
-    the start and the end) when ``eval_every`` > 0, else only at the end.
+    the start and the end) when ``eval_every`` > 0, else only at the end. ``w``: optional 0/1 sample
+    mask (G, N) for groups of unequal size.
     """
     G, N = y.shape
     R, F = net.W.shape[1], net.W.shape[2]
@@ -108,7 +110,7 @@ def gradient_descent(
             hist.rho_min.append(rho.min(-1).values)
 
     for e in range(epochs + 1):
-        bw = backward(net, X, y)
+        bw = backward(net, X, y, w)
         if e == epochs or (eval_every and e % eval_every == 0):
             record(e, bw.loss)
         if e == epochs:

@@ -55,6 +55,7 @@ class TwoTaskRun:
     buffer_idx: np.ndarray  # (S, n₁) indices of the replayed task-1 samples
     phase1: History
     phase2: History
+    net0: Net  # (S, 1) initial weights
     net1: Net  # (S, 1) task-1 weights
     net2: Net  # (S·A·D, R) final weights
     layout: tuple[int, int, int, int]  # S, A, D (data sets), R (λ values)
@@ -79,22 +80,27 @@ def run(s: Setting, angles: list[float], seeds: list[int], variants: tuple[str, 
     d, n = s.d, s.n_train
     gens = [torch.Generator().manual_seed(int(sd)) for sd in seeds]
 
-    def per_seed(fn):
-        return torch.stack([fn(g) for g in gens])
-
     mu1 = sn.signal(0.0, d, s.mu_norm)
     mu2 = sn.signal(torch.tensor(angles, dtype=torch.float32), d, s.mu_norm)  # (A, d)
-    draws = [sn.draw((), n, d, s.noise_std, g) for g in gens]
-    tests = [sn.draw((), s.n_test, d, s.noise_std, g) for g in gens]
-    d1 = _stack(draws)
-    t1 = _stack(tests)
+    d1 = _stack([sn.draw((), n, d, s.noise_std, g) for g in gens])
+    t1 = _stack([sn.draw((), s.n_test, d, s.noise_std, g) for g in gens])
+    d2 = _stack([sn.draw((), n, d, s.noise_std, g) for g in gens])
+    t2 = _stack([sn.draw((), s.n_test, d, s.noise_std, g) for g in gens])
     X1, y1 = sn.build(d1, mu1), d1.y01  # (S, n, 2, d)
     X1t, y1t = sn.build(t1, mu1), t1.y01
+    # task 2 at every angle, common random numbers across angles
+    X2 = sn.build(_unsqueeze(d2), mu2[None, :, None, :])  # (S, A, n, 2, d)
+    X2t = sn.build(_unsqueeze(t2), mu2[None, :, None, :]).reshape(S * A, s.n_test, 2, d)
+    y2t = t2.y01[:, None].expand(S, A, s.n_test).reshape(S * A, s.n_test)
     net = Net(*_init(gens, s))
+    net0 = net.clone()
 
-    # ---- task 1
+    # ---- task 1 (the task-2 test error is followed too when there is one angle)
     info1 = _info(d1, torch.zeros(S, n, dtype=torch.long), s) if track else None
-    h1 = gradient_descent(net, X1, y1, s.epochs1, s.lr, info=info1, evals={"task1": (X1t, y1t)},
+    ev1 = {"task1": (X1t, y1t)}
+    if A == 1:
+        ev1["task2"] = (X2t, y2t)
+    h1 = gradient_descent(net, X1, y1, s.epochs1, s.lr, info=info1, evals=ev1,
                           eval_every=eval_every, on_progress=lambda f: prog(0.3 * f, "task 1"))
     err1 = h1.errors["task1"][-1][:, 0].numpy()
 
@@ -111,13 +117,6 @@ def run(s: Setting, angles: list[float], seeds: list[int], variants: tuple[str, 
         buf.append(np.sort(idx))
     buf_idx = torch.as_tensor(np.stack(buf), dtype=torch.long)  # (S, n₁)
     keep2 = torch.stack([torch.randperm(n, generator=g)[:n2] for g in gens])  # (S, n₂)
-
-    # ---- task-2 data at every angle (common random numbers across angles)
-    d2 = _stack([sn.draw((), n, d, s.noise_std, g) for g in gens])
-    t2 = _stack([sn.draw((), s.n_test, d, s.noise_std, g) for g in gens])
-    X2 = sn.build(_unsqueeze(d2), mu2[None, :, None, :])  # (S, A, n, 2, d)
-    X2t = sn.build(_unsqueeze(t2), mu2[None, :, None, :]).reshape(S * A, s.n_test, 2, d)
-    y2t = t2.y01[:, None].expand(S, A, s.n_test).reshape(S * A, s.n_test)
 
     kinds = [k for k in ("plain", "mixed") if any((v.startswith("replay")) == (k == "mixed") for v in variants)]
     ewc_on = [e for e in (False, True) if any(v.endswith("ewc") == e for v in variants)]
@@ -155,9 +154,7 @@ def run(s: Setting, angles: list[float], seeds: list[int], variants: tuple[str, 
         ewc = EWC(lam, grow(FW), grow(Fb), net2.W.clone(), None if net2.b is None else net2.b.clone())
     info2 = None
     if track:
-        parts = []
-        for dk, task in infos:
-            parts.append((dk, task))
+        parts = infos
         ysg = torch.stack([p[0].y for p in parts], 1)  # (S, D, n)
         sig = torch.stack([p[0].sig for p in parts], 1)
         xi_sq = torch.stack([p[0].xi.pow(2).sum(-1) for p in parts], 1)
@@ -179,7 +176,7 @@ def run(s: Setting, angles: list[float], seeds: list[int], variants: tuple[str, 
         forg[:, :, vi] = f_err[:, :, di, ri].numpy()
         t2e[:, :, vi] = t2_err[:, :, di, ri].numpy()
     return TwoTaskRun([float(a) for a in angles], list(variants), forg, t2e, err1, buf_idx.numpy(), h1, h2,
-                      net, net2, (S, A, D, R), kinds, ewc_on)
+                      net0, net, net2, (S, A, D, R), kinds, ewc_on)
 
 
 def _init(gens: list[torch.Generator], s: Setting):
