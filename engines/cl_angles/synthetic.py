@@ -62,6 +62,13 @@ class AngleRunResult(BaseModel):
     elapsed_s: float
 
 
+def log_epochs(epochs: int, points: int) -> list[int]:
+    """About ``points`` epochs, log-spaced from 0 to ``epochs`` (learning is fast at first)."""
+    import numpy as np
+
+    return sorted({0, *np.unique(np.geomspace(1, epochs, points).round().astype(int)).tolist()})
+
+
 def _groups(g1: np.ndarray, g2: np.ndarray, m: int) -> tuple[list[int], list[int]]:
     """Per class, the filters that dominate γ₁ (after task 1) and γ₂ (after task 2): above half the class max."""
     a, b = [], []
@@ -79,11 +86,11 @@ def angle_run(params: AngleRunParams | dict, ctx: JobContext | None = None) -> A
     ctx = ctx or LocalContext()
     t0 = time.perf_counter()
     s = setting(p)
-    every = max(1, min(p.epochs1, p.epochs2) // p.eval_points)
+    record = (log_epochs(p.epochs1, p.eval_points), log_epochs(p.epochs2, p.eval_points))
     ctx.progress(0.0, f"θ = {p.angle:g}°: task 1")
     sub = Subprogress(ctx, 0.0, 0.97)
     with one_thread():
-        r = run(s, [p.angle], [p.seed], tuple(p.variants), track=True, eval_every=every,
+        r = run(s, [p.angle], [p.seed], tuple(p.variants), track=True, record=record,
                 on_progress=lambda f, msg="": sub(f, msg))
     S, A, D, R = r.layout
     h1, h2 = r.phase1, r.phase2

@@ -72,16 +72,15 @@ def gradient_descent(
     ewc: EWC | None = None,
     info: SampleInfo | None = None,
     evals: dict[str, tuple[torch.Tensor, torch.Tensor]] | None = None,
-    eval_every: int = 0,
+    record: list[int] | None = None,
     on_progress: Callable[[float], None] | None = None,
     w: torch.Tensor | None = None,
 ) -> History:
     """Train ``net`` in place on (X, y) — (G, N, P, d), (G, N) in {0, 1} — for ``epochs`` full-batch steps.
 
     ``evals``: test sets {name: (X', y')} with X' of G' groups dividing the models (per seed, per
-    (seed, angle), ...); recorded with the loss and the trace every ``eval_every`` epochs (and at
-    the start and the end) when ``eval_every`` > 0, else only at the end. ``w``: optional 0/1 sample
-    mask (G, N) for groups of unequal size.
+    (seed, angle), ...); recorded with the loss and the trace at the epochs in ``record`` and at the
+    end. ``w``: optional 0/1 sample mask (G, N) for groups of unequal size.
     """
     G, N = y.shape
     R, F = net.W.shape[1], net.W.shape[2]
@@ -98,6 +97,7 @@ def gradient_descent(
         mu_sq = torch.tensor(info.mu_sq)
         sig_idx = info.sig[:, :, None, None, None].expand(G, N, 1, R, F)
     steps_report = max(1, epochs // 50)
+    marks = set(record or ())
 
     def record(e: int, loss: torch.Tensor) -> None:
         hist.epochs.append(e)
@@ -111,7 +111,7 @@ def gradient_descent(
 
     for e in range(epochs + 1):
         bw = backward(net, X, y, w)
-        if e == epochs or (eval_every and e % eval_every == 0):
+        if e == epochs or e in marks:
             record(e, bw.loss)
         if e == epochs:
             break

@@ -70,7 +70,7 @@ def buffer_sizes(s: Setting) -> tuple[int, int]:
 
 
 def run(s: Setting, angles: list[float], seeds: list[int], variants: tuple[str, ...] = VARIANTS,
-        track: bool = False, eval_every: int = 0,
+        track: bool = False, record: tuple[list[int], list[int]] | None = None,
         on_progress: Callable[[float, str], None] | None = None) -> TwoTaskRun:
     bad = [v for v in variants if v not in VARIANTS]
     if bad:
@@ -101,7 +101,7 @@ def run(s: Setting, angles: list[float], seeds: list[int], variants: tuple[str, 
     if A == 1:
         ev1["task2"] = (X2t, y2t)
     h1 = gradient_descent(net, X1, y1, s.epochs1, s.lr, info=info1, evals=ev1,
-                          eval_every=eval_every, on_progress=lambda f: prog(0.3 * f, "task 1"))
+                          record=record[0] if record else None, on_progress=lambda f: prog(0.3 * f, "task 1"))
     err1 = h1.errors["task1"][-1][:, 0].numpy()
 
     # ---- replay buffer, selected by the task-1 network (class-balanced)
@@ -162,7 +162,8 @@ def run(s: Setting, angles: list[float], seeds: list[int], variants: tuple[str, 
         rep = lambda t: t[:, None].expand(S, A, *t.shape[1:]).reshape(S * A * D, n)  # noqa: E731
         info2 = SampleInfo(rep(task), rep(sig), rep(ysg), rep(xi_sq), (s.mu_norm ** 2, s.mu_norm ** 2))
     h2 = gradient_descent(net2, Xp, yp, s.epochs2, s.lr, ewc=ewc, info=info2,
-                          evals={"task1": (X1t, y1t), "task2": (X2t, y2t)}, eval_every=eval_every,
+                          evals={"task1": (X1t, y1t), "task2": (X2t, y2t)},
+                          record=record[1] if record else None,
                           on_progress=lambda f: prog(0.3 + 0.7 * f, "task 2"))
 
     f_err = h2.errors["task1"][-1].reshape(S, A, D, R)
