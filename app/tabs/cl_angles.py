@@ -115,7 +115,7 @@ def build() -> None:
             ewc_lambda = gr.Number(1e6, label="EWC λ (0 = off)", minimum=0)
             variants = gr.CheckboxGroup(VARIANT_CHOICES, value=list(VARIANT_LABELS), label="Variants")
             with gr.Accordion("Training", open=False):
-                epochs1 = gr.Slider(100, 5000, value=3000, step=100, label="Epochs on task 1")
+                epochs1 = gr.Slider(100, 5000, value=1500, step=100, label="Epochs on task 1")
                 epochs2 = gr.Slider(100, 5000, value=1500, step=100, label="Epochs on task 2")
                 seed = gr.Number(0, precision=0, label="Seed", minimum=0)
             with gr.Row():

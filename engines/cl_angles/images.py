@@ -32,7 +32,8 @@ class Images:
     classes: tuple[str, ...]
 
 
-def fashion_available(root: Path = FASHION_DIR) -> bool:
+def fashion_available(root: Path | None = None) -> bool:
+    root = root or FASHION_DIR
     return (root / "train-images-idx3-ubyte.gz").exists() and (root / "train-labels-idx1-ubyte.gz").exists()
 
 

@@ -20,13 +20,13 @@ def _d(model) -> dict:
 
 
 def synthetic_claims(rep: Report) -> None:
-    sw = _d(angle_sweep({"angle_step": 10, "seeds": 3, "epochs1": 3000, "epochs2": 1500}))
+    sw = _d(angle_sweep({"angle_step": 10, "seeds": 3, "epochs1": 1500, "epochs2": 1500}))
     a = np.array(sw["angles"])
     by = {c["variant"]: c for c in sw["curves"]}
     cl, rp = np.array(by["cl"]["mean"]), np.array(by["replay"]["mean"])
     low = cl[a <= 60].max()
     rep.claim("Claim 1 / check 1: CL (no replay) task-1 error < 0.05 for every θ ≤ 60° and > 0.9 at θ = 180° "
-              "(19 angles, 3 seeds, 3000 + 1500 epochs)",
+              "(19 angles, 3 seeds, 1500 + 1500 epochs)",
               "≈ 0 for acute angles, ≈ 1 at 180° (synthetic figure)",
               f"max error at θ ≤ 60°: {low:.3f}; error at 180°: {cl[-1]:.3f}", low < 0.05 and cl[-1] > 0.9)
     rho = sw["spearman_cl"]
@@ -54,15 +54,14 @@ def synthetic_claims(rep: Report) -> None:
     rep.figure(sweep_figure(sw), "sweep", f"Task-1 test error after task 2 against θ (3 seeds, bands ± 1 std); "
                                           f"computed in {sw['elapsed_s']:.0f} s")
 
-    runs = {}
-    for ang in (120, 150):
+    runs, walls = {}, []
+    for ang in (120, 150):  # the first call trains task 1, the second reuses it (the slider case)
         t0 = time.perf_counter()
         runs[ang] = _d(angle_run({"angle": ang}))
-        runs[ang]["wall"] = time.perf_counter() - t0
-    wall = max(r["wall"] for r in runs.values())
-    rep.claim("Check 8: one-angle tab run (4 variants, 3000 + 1500 epochs, γ/ρ trace) < 5 s on 2 CPU cores "
-              "(machine shared with other jobs)", "< 5 s (spec)",
-              f"{runs[120]['wall']:.1f} s at 120°, {runs[150]['wall']:.1f} s at 150°", wall < 5)
+        walls.append(time.perf_counter() - t0)
+    rep.claim("Check 8: one-angle tab run (4 variants, 1500 + 1500 epochs, γ/ρ trace) < 5 s on 2 CPU cores, "
+              "first call (machine shared with other jobs)", "< 5 s (spec)",
+              f"first call {walls[0]:.1f} s (θ = 120°); next angle {walls[1]:.1f} s (task 1 cached)", walls[0] < 5)
     for ang, r in runs.items():
         rep.figure(curves_figure(r), f"curves_{ang}", f"θ = {ang}°: test error during task 1 and task 2 (log epochs)")
         rep.figure(neurons_figure(r, "cl"), f"neurons_{ang}",
@@ -124,7 +123,7 @@ def main():
     rep.section(
         "Notes. Synthetic setting = the official `synthetic/cl_cnn_replay_ewc.py`: d = 100, two patches, ‖μ‖ = 8, "
         "σ = 1, 100 training / 1000 test samples per task, m = 10 filters per class, q = 3, Conv1d bias, "
-        "η = 0.01; 3000 full-batch epochs on task 1 (as the script) and 1500 on task 2 (the script: 3000). "
+        "η = 0.01; 1500 full-batch epochs per task (the spec's default grid; the script runs 3000). "
         "Per seed, task 2 uses the same labels, noise and patch order at every angle (common random numbers). "
         "EWC's penalty is applied by a proximal step (see docs/methods/cl_angles.md). Run times were measured "
         "on a machine shared with other jobs."

@@ -54,6 +54,8 @@ class History:
     gamma: list[torch.Tensor] = field(default_factory=list)  # (G, R, F, 2) each
     rho_max: list[torch.Tensor] = field(default_factory=list)  # (G, R, F): max_i ρ_{j,r,i}
     rho_min: list[torch.Tensor] = field(default_factory=list)  # (G, R, F): min_i ρ_{j,r,i}
+    rho: torch.Tensor | None = None  # (G, R, F, N) all ρ_{j,r,i} at the end
+    weights: list = field(default_factory=list)  # Net snapshots at the recorded epochs (if asked)
 
 
 def _eval(net: Net, X: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
@@ -75,6 +77,7 @@ def gradient_descent(
     record: list[int] | None = None,
     on_progress: Callable[[float], None] | None = None,
     w: torch.Tensor | None = None,
+    snapshots: bool = False,
 ) -> History:
     """Train ``net`` in place on (X, y) — (G, N, P, d), (G, N) in {0, 1} — for ``epochs`` full-batch steps.
 
@@ -89,50 +92,60 @@ def gradient_descent(
     evals = evals or {}
     for k in evals:
         hist.errors[k] = []
-    gamma = torch.zeros(G, R, F, 2)
-    rho = torch.zeros(G, R, F, N) if info is not None else None
+    dt = X.dtype
+    acc = None  # Σ over past epochs of ∂ℓ_i/∂z_{i,p}: γ and ρ are linear in it (η is constant)
     if info is not None:
-        j = torch.cat([-torch.ones(m), torch.ones(m)])  # class of each filter
-        onehot = torch.nn.functional.one_hot(info.task, 2).float()  # (G, N, 2)
-        mu_sq = torch.tensor(info.mu_sq)
+        j = torch.cat([-torch.ones(m), torch.ones(m)]).to(dt)  # class of each filter
+        onehot = torch.nn.functional.one_hot(info.task, 2).to(dt)  # (G, N, 2)
+        mu_sq = torch.tensor(info.mu_sq, dtype=dt)
         sig_idx = info.sig[:, :, None, None, None].expand(G, N, 1, R, F)
+        acc = torch.zeros(G, N, X.shape[2], R, F, dtype=dt)
+    if ewc is not None:  # the proximal step's constants
+        cW = lr * ewc.lam[..., None, None] * ewc.FW
+        invW, cW_star = 1 / (1 + cW), cW * ewc.W_star
+        if net.b is not None:
+            cb = lr * ewc.lam[..., None] * ewc.Fb
+            invb, cb_star = 1 / (1 + cb), cb * ewc.b_star
     steps_report = max(1, epochs // 50)
     marks = set(record or ())
 
-    def record(e: int, loss: torch.Tensor) -> None:
-        hist.epochs.append(e)
-        hist.loss.append(loss.clone())
-        for k, (Xe, ye) in evals.items():
-            hist.errors[k].append(_eval(net, Xe, ye))
-        if info is not None:
-            hist.gamma.append(gamma.clone())
-            hist.rho_max.append(rho.max(-1).values)
-            hist.rho_min.append(rho.min(-1).values)
+    def trace() -> tuple[torch.Tensor, torch.Tensor]:
+        """γ (G, R, F, 2) and ρ (G, R, F, N) from the accumulated per-sample gradients."""
+        a_sig = acc.gather(2, sig_idx).squeeze(2)  # (G, N, R, F)
+        a_noise = acc.gather(2, 1 - sig_idx).squeeze(2)
+        s = torch.einsum("gnrf,gn,gnk->grfk", a_sig, info.y, onehot)  # Σ_{i ∈ task k} y_i·Σ_t dz
+        gamma = -j[None, None, :, None] * (lr / N) * mu_sq * s
+        rho = -(lr / N) * info.xi_sq[:, None, None, :] * a_noise.permute(0, 2, 3, 1)
+        return gamma, rho
 
     for e in range(epochs + 1):
+        rec = e == epochs or e in marks
         bw = backward(net, X, y, w)
-        if e == epochs or e in marks:
-            record(e, bw.loss)
+        if rec:
+            hist.epochs.append(e)
+            hist.loss.append(bw.loss)
+            if snapshots:
+                hist.weights.append(net.clone())
+            for k, (Xe, ye) in evals.items():
+                hist.errors[k].append(_eval(net, Xe, ye))
+            if info is not None:
+                gamma, rho = trace()
+                hist.gamma.append(gamma)
+                hist.rho_max.append(rho.max(-1).values)
+                hist.rho_min.append(rho.min(-1).values)
+                hist.rho = rho
         if e == epochs:
             break
-        gW, gb = bw.gW, bw.gb
-        if info is not None:
-            dz_sig = bw.dz.gather(2, sig_idx).squeeze(2)  # (G, N, R, F)
-            dz_noise = bw.dz.gather(2, 1 - sig_idx).squeeze(2)
-            # Σ_{i ∈ task k} dz_i·y_i for k = 1, 2: (G, R, F, 2)
-            s = torch.einsum("gnrf,gn,gnk->grfk", dz_sig, info.y, onehot)
-            gamma -= j[None, None, :, None] * (lr / N) * mu_sq * s
-            rho -= (lr / N) * info.xi_sq[:, None, None, :] * dz_noise.permute(0, 2, 3, 1)
+        if acc is not None:
+            acc += bw.dz
         if ewc is None:
-            net.W -= lr * gW
+            net.W.sub_(bw.gW, alpha=lr)
             if net.b is not None:
-                net.b -= lr * gb
+                net.b.sub_(bw.gb, alpha=lr)
         else:  # gradient step on the cross-entropy, implicit (proximal) step on the EWC penalty
-            c = lr * ewc.lam[..., None, None] * ewc.FW
-            net.W.copy_((net.W - lr * gW + c * ewc.W_star) / (1 + c))
+            net.W.copy_((net.W - lr * bw.gW + cW_star) * invW)
             if net.b is not None:
-                c = lr * ewc.lam[..., None] * ewc.Fb
-                net.b.copy_((net.b - lr * gb + c * ewc.b_star) / (1 + c))
+                net.b.copy_((net.b - lr * bw.gb + cb_star) * invb)
         if on_progress is not None and e % steps_report == 0:
             on_progress(e / epochs)
     return hist

@@ -10,14 +10,15 @@ seed (the script trains task 1 once as well). Models are grouped (seed, angle, d
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections import OrderedDict
+from dataclasses import dataclass, replace
 from typing import Callable
 
 import numpy as np
 import torch
 
 from . import signal_noise as sn
-from .network import Net, fisher_diagonal, hidden, init_net
+from .network import Net, error_rate, fisher_diagonal, hidden, init_net
 from .selection import select
 from .training import EWC, History, SampleInfo, gradient_descent
 
@@ -69,6 +70,62 @@ def buffer_sizes(s: Setting) -> tuple[int, int]:
     return n1, s.n_train - n1
 
 
+@dataclass
+class Task1:
+    """Everything before task 2 that does not depend on θ, the buffer or EWC (cached per setting)."""
+
+    d1: sn.Draw
+    t1: sn.Draw
+    d2: sn.Draw  # task-2 draws (labels, noise, patch order): μ₂ is added per angle
+    t2: sn.Draw
+    perm2: torch.Tensor  # (S, n) order in which task-2 samples are kept in Replay's set
+    net0: Net
+    net1: Net
+    hist: History
+    snapshots: list[Net]  # weights at the recorded epochs
+
+
+_TASK1_CACHE: OrderedDict = OrderedDict()
+_CACHE_SIZE = 4
+
+
+def train_task1(s: Setting, seeds: tuple[int, ...], track: bool, record: tuple[int, ...],
+                on_progress: Callable[[float], None] | None = None) -> Task1:
+    """Draw both tasks' samples and train on task 1, for every seed (one model per seed).
+
+    The result depends only on the task-1 fields of ``s``, so it is cached (a few entries): moving the
+    angle, the buffer or λ of the live run reuses task 1 and trains only task 2.
+    """
+    key = (replace(s, epochs2=0, buffer_frac=0.0, selector="random", ewc_lambda=0.0), seeds, track, record)
+    if key in _TASK1_CACHE:
+        _TASK1_CACHE.move_to_end(key)
+        return _TASK1_CACHE[key]
+    out = _train_task1(key[0], seeds, track, record, on_progress)
+    _TASK1_CACHE[key] = out
+    while len(_TASK1_CACHE) > _CACHE_SIZE:
+        _TASK1_CACHE.popitem(last=False)
+    return out
+
+
+def _train_task1(s: Setting, seeds: tuple[int, ...], track: bool, record: tuple[int, ...],
+                 on_progress: Callable[[float], None] | None) -> Task1:
+    S, d, n = len(seeds), s.d, s.n_train
+    gens = [torch.Generator().manual_seed(int(sd)) for sd in seeds]
+    d1 = _stack([sn.draw((), n, d, s.noise_std, g) for g in gens])
+    t1 = _stack([sn.draw((), s.n_test, d, s.noise_std, g) for g in gens])
+    d2 = _stack([sn.draw((), n, d, s.noise_std, g) for g in gens])
+    t2 = _stack([sn.draw((), s.n_test, d, s.noise_std, g) for g in gens])
+    net = Net(*_init(gens, s))
+    net0 = net.clone()
+    perm2 = torch.stack([torch.randperm(n, generator=g) for g in gens])
+    mu1 = sn.signal(0.0, d, s.mu_norm)
+    info1 = _info(d1, torch.zeros(S, n, dtype=torch.long), s) if track else None
+    h1 = gradient_descent(net, sn.build(d1, mu1), d1.y01, s.epochs1, s.lr, info=info1,
+                          evals={"task1": (sn.build(t1, mu1), t1.y01)}, record=list(record), snapshots=bool(record),
+                          on_progress=on_progress)
+    return Task1(d1, t1, d2, t2, perm2, net0, net, h1, h1.weights)
+
+
 def run(s: Setting, angles: list[float], seeds: list[int], variants: tuple[str, ...] = VARIANTS,
         track: bool = False, record: tuple[list[int], list[int]] | None = None,
         on_progress: Callable[[float, str], None] | None = None) -> TwoTaskRun:
@@ -78,31 +135,25 @@ def run(s: Setting, angles: list[float], seeds: list[int], variants: tuple[str, 
     prog = on_progress or (lambda f, msg="": None)
     S, A = len(seeds), len(angles)
     d, n = s.d, s.n_train
-    gens = [torch.Generator().manual_seed(int(sd)) for sd in seeds]
 
+    prog(0.0, "task 1")
+    p1 = train_task1(s, tuple(int(x) for x in seeds), track, tuple(record[0]) if record else (),
+                     on_progress=lambda f: prog(0.3 * f, "task 1"))
+    d1, t1, d2, t2, net = p1.d1, p1.t1, p1.d2, p1.t2, p1.net1
     mu1 = sn.signal(0.0, d, s.mu_norm)
     mu2 = sn.signal(torch.tensor(angles, dtype=torch.float32), d, s.mu_norm)  # (A, d)
-    d1 = _stack([sn.draw((), n, d, s.noise_std, g) for g in gens])
-    t1 = _stack([sn.draw((), s.n_test, d, s.noise_std, g) for g in gens])
-    d2 = _stack([sn.draw((), n, d, s.noise_std, g) for g in gens])
-    t2 = _stack([sn.draw((), s.n_test, d, s.noise_std, g) for g in gens])
     X1, y1 = sn.build(d1, mu1), d1.y01  # (S, n, 2, d)
     X1t, y1t = sn.build(t1, mu1), t1.y01
     # task 2 at every angle, common random numbers across angles
     X2 = sn.build(_unsqueeze(d2), mu2[None, :, None, :])  # (S, A, n, 2, d)
     X2t = sn.build(_unsqueeze(t2), mu2[None, :, None, :]).reshape(S * A, s.n_test, 2, d)
     y2t = t2.y01[:, None].expand(S, A, s.n_test).reshape(S * A, s.n_test)
-    net = Net(*_init(gens, s))
-    net0 = net.clone()
-
-    # ---- task 1 (the task-2 test error is followed too when there is one angle)
-    info1 = _info(d1, torch.zeros(S, n, dtype=torch.long), s) if track else None
-    ev1 = {"task1": (X1t, y1t)}
-    if A == 1:
-        ev1["task2"] = (X2t, y2t)
-    h1 = gradient_descent(net, X1, y1, s.epochs1, s.lr, info=info1, evals=ev1,
-                          record=record[0] if record else None, on_progress=lambda f: prog(0.3 * f, "task 1"))
+    h1 = History(epochs=p1.hist.epochs, loss=p1.hist.loss, errors=dict(p1.hist.errors), gamma=p1.hist.gamma,
+                 rho_max=p1.hist.rho_max, rho_min=p1.hist.rho_min, rho=p1.hist.rho)
+    if A == 1 and p1.snapshots:  # the task-2 test error while training task 1
+        h1.errors["task2"] = [error_rate(w, X2t, y2t) for w in p1.snapshots]
     err1 = h1.errors["task1"][-1][:, 0].numpy()
+    prog(0.3, "task 1 done")
 
     # ---- replay buffer, selected by the task-1 network (class-balanced)
     n1, n2 = buffer_sizes(s)
@@ -116,7 +167,7 @@ def run(s: Setting, angles: list[float], seeds: list[int], variants: tuple[str, 
             idx = np.concatenate([idx, rng.permutation(rest)[: n1 - len(idx)]])
         buf.append(np.sort(idx))
     buf_idx = torch.as_tensor(np.stack(buf), dtype=torch.long)  # (S, n₁)
-    keep2 = torch.stack([torch.randperm(n, generator=g)[:n2] for g in gens])  # (S, n₂)
+    keep2 = p1.perm2[:, :n2].contiguous()  # (S, n₂)
 
     kinds = [k for k in ("plain", "mixed") if any((v.startswith("replay")) == (k == "mixed") for v in variants)]
     ewc_on = [e for e in (False, True) if any(v.endswith("ewc") == e for v in variants)]
@@ -177,7 +228,7 @@ def run(s: Setting, angles: list[float], seeds: list[int], variants: tuple[str, 
         forg[:, :, vi] = f_err[:, :, di, ri].numpy()
         t2e[:, :, vi] = t2_err[:, :, di, ri].numpy()
     return TwoTaskRun([float(a) for a in angles], list(variants), forg, t2e, err1, buf_idx.numpy(), h1, h2,
-                      net0, net, net2, (S, A, D, R), kinds, ewc_on)
+                      p1.net0, net, net2, (S, A, D, R), kinds, ewc_on)
 
 
 def _init(gens: list[torch.Generator], s: Setting):
