@@ -40,7 +40,7 @@ def run_angle(angle, mu_norm, buffer_pct, selector, ewc_lambda, epochs1, epochs2
     res = job.wait(progress)
     first = "cl" if "cl" in res["variants"] else res["variants"][0]
     forg = ", ".join(f"{VARIANT_LABELS[v]} {res['forgetting'][v]:.3f}" for v in res["variants"])
-    yield (job.id, res, curves_figure(res), neurons_figure(res, first), gr.update(value=first),
+    yield (job.id, res, curves_figure(res), neurons_figure(res, first), first,
            f"θ = {res['angle']:g}°: task-1 error after task 2 — {forg} ({res['regime']} for "
            f"{VARIANT_LABELS[first]}). Done in {res['elapsed_s']:.1f} s.")
 
@@ -112,7 +112,7 @@ def build() -> None:
             mu_norm = gr.Slider(1, 20, value=8, step=0.5, label="Signal strength ‖μ‖ (noise σ = 1)")
             buffer_pct = gr.Slider(0, 30, value=10, step=1, label="Replay: % of task-1 samples in task 2's set")
             selector = gr.Dropdown(SELECTOR_CHOICES, value="random", label="Replay buffer selector")
-            ewc_lambda = gr.Number(1e6, label="EWC λ (0 = off)", minimum=0)
+            ewc_lambda = gr.Number(1e6, label="EWC λ (0 = off)")
             variants = gr.CheckboxGroup(VARIANT_CHOICES, value=list(VARIANT_LABELS), label="Variants")
             with gr.Accordion("Training", open=False):
                 epochs1 = gr.Slider(100, 5000, value=1500, step=100, label="Epochs on task 1")
@@ -123,9 +123,10 @@ def build() -> None:
                 stop = gr.Button("Stop", variant="stop")
             status = gr.Markdown(elem_id="cl_angles_status")
         with gr.Column(scale=3):
-            curves_plot = gr.Plot(label="Test error over training", elem_id="cl_angles_curves")
+            curves_plot = gr.Plot(label="Test error over training", show_label=False, elem_id="cl_angles_curves")
             neuron_variant = gr.Radio(VARIANT_CHOICES, value="cl", label="Neurons of")
-            neurons_plot = gr.Plot(label="Filters and their signal/noise coefficients", elem_id="cl_angles_neurons")
+            neurons_plot = gr.Plot(label="Filters and their signal/noise coefficients", show_label=False,
+                                    elem_id="cl_angles_neurons")
     gr.Examples([[60], [120], [135], [150], [180]], inputs=[angle], label="Angles to try (then press Run)")
 
     with gr.Accordion("Full sweep: forgetting against θ (background job)", open=True):
