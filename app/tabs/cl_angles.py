@@ -171,7 +171,7 @@ def build() -> None:
     run_inputs = [angle, mu_norm, buffer_pct, selector, ewc_lambda, epochs1, epochs2, seed, variants]
     run_outputs = [job_id, result, curves_plot, neurons_plot, neuron_variant, status]
     ev1 = run.click(run_angle, run_inputs, run_outputs, api_name="cl_angles_run")
-    ev2 = angle.release(run_angle, run_inputs, run_outputs, api_visibility="private")
+    ev2 = angle.release(run_angle, run_inputs, run_outputs, api_visibility="private", trigger_mode="always_last")
     neuron_variant.change(show_neurons, [result, neuron_variant], neurons_plot, api_name="cl_angles_neurons")
     ev3 = sweep_btn.click(run_sweep, [sweep_step, sweep_seeds, sweep_epochs, mu_norm, buffer_pct, selector,
                                       ewc_lambda, variants], [job_id, sweep_plot, sweep_status],

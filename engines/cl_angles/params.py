@@ -88,7 +88,8 @@ class SweepParams(SyntheticParams):
 
 
 class RealParams(Params):
-    dataset: Literal["digits", "fashion"] = Field("digits", description="scikit-learn digits, or Fashion-MNIST if installed")
+    dataset: Literal["digits", "fashion"] = Field("digits",
+                                                  description="scikit-learn digits, or Fashion-MNIST if installed")
     per_class: int = Field(300, ge=20, le=6000, description="Fashion-MNIST images per class (digits: all ~180)")
     train_frac: float = Field(0.5, ge=0.2, le=0.9, description="share of each class used for training")
     m: int = Field(32, ge=2, le=256, description="filters per class")

@@ -80,7 +80,8 @@ def real_claims(rep: Report) -> None:
         ang = ", ".join(f"{x['angle']:.1f}° ({x['task1']}→{x['task2']}): {x['mean_forgetting']:.3f}" for x in f["bins"])
         rep.claim("Claim 5 (Fashion-MNIST, 300 images per class, 3 seeds): forgetting rises across the angle bins",
                   "as above", ang, f["increasing"])
-        rep.figure(bins_figure(f), "bins_fashion", "Fashion-MNIST: task-1 accuracy after task 2 against the buffer size")
+        rep.figure(bins_figure(f), "bins_fashion",
+                   "Fashion-MNIST: task-1 accuracy after task 2 against the buffer size")
     else:
         rep.section("Fashion-MNIST is not installed here (`apt-get install dataset-fashion-mnist`): its angle-bin "
                     "row was skipped.")
