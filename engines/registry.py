@@ -125,6 +125,23 @@ METHODS: list[MethodSpec] = [
         paper=Paper("Understanding the Forgetting of (Replay-based) Continual Learning via Feature Learning: Angle Matters", "Hongyi Wan et al.", code_url="https://github.com/iLearn-Lab/ICML25-Theory_CL"),
         summary="Whether a network forgets an old task when it learns a new one depends on the angle between the tasks' signal vectors. Small and slightly obtuse angles forget benignly, large ones harmfully, and replay widens the benign range.",
         try_it="Drag the angle between two tasks and watch task-1 accuracy after training on task 2, with and without replay.",
+        status="available",
+        entries={
+            "angle_run": Entry("engines.cl_angles.synthetic:angle_run", "engines.cl_angles.params:AngleRunParams"),
+            "angle_sweep": Entry("engines.cl_angles.synthetic:angle_sweep", "engines.cl_angles.params:SweepParams"),
+            "angle_bins": Entry("engines.cl_angles.real_data:angle_bins", "engines.cl_angles.params:AngleBinsParams"),
+            "buffer_selection": Entry("engines.cl_angles.real_data:buffer_selection",
+                                      "engines.cl_angles.params:BufferSelectionParams"),
+        },
+        claims=(
+            Claim("Synthetic: without replay, task-1 error < 0.05 for θ ≤ 60° and > 0.9 at θ = 180°", _repro("cl_angles")),
+            Claim("Synthetic: task-1 error is non-decreasing in θ (Spearman > 0.9)", _repro("cl_angles")),
+            Claim("Synthetic: replay moves the knee θ_c (first error > 0.5) later by ≥ 10°", _repro("cl_angles")),
+            Claim("Synthetic: the knee lies beyond 90° (small obtuse angles stay benign)", _repro("cl_angles")),
+            Claim("Real images: forgetting rises across the task-angle bins", _repro("cl_angles")),
+            Claim("Real images: mid-angle buffers forget no more than random / small-angle (+0.5 pt) and less than "
+                  "big-angle ones", _repro("cl_angles")),
+        ),
     ),
     MethodSpec(
         id="syncmind",

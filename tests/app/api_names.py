@@ -16,7 +16,8 @@ API_NAMES: dict[str, set[str]] = {
 
     "l2d": set(),
 
-    "cl_angles": set(),
+    "cl_angles": {"cl_angles_run", "cl_angles_neurons", "cl_angles_sweep", "cl_angles_bins", "cl_angles_buffer",
+                  "cl_angles_stop"},
 
     "syncmind": set(),
 
