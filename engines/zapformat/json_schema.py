@@ -173,6 +173,8 @@ class _Converter:
     def string(self, s: dict, ptr: str) -> str:
         if "pattern" in s:
             pat = s["pattern"]
+            pat = pat[1:] if pat.startswith("^") else pat  # JSON Schema patterns are searched; we match whole
+            pat = pat[:-1] if pat.endswith("$") and not pat.endswith("\\$") else pat
             if any(a in pat.replace("\\^", "").replace("\\$", "") for a in "^$"):
                 raise SchemaError(ptr + "/pattern", "anchors ^ and $ are not supported (patterns match whole strings)")
             body = pat.replace("\\", "\\\\").replace("'", "\\'")

