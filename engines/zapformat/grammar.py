@@ -171,6 +171,8 @@ class _Parser:
             t = self.peek()
             if t[0] == "eof" or (t[0] == "op" and t[1] in "|;)]}"):
                 break
+            if t[0] == "name" and self.toks[self.k + 1][0] == "def":
+                self.error(f"missing ';' before the rule {t[1]!r}")
             seq.extend(self.postfix())
         return seq
 
