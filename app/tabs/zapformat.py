@@ -177,7 +177,7 @@ def build() -> None:
     ev2 = bench_btn.click(run_benchmark, [engines, workloads, bvocab, instances],
                           [job_id, bench_img, bench_table, bench_csv, bench_md], api_name="zapformat_benchmark")
     stop1.click(cancel_job, job_id, gen_md, cancels=[ev1, ev2], api_name="zapformat_stop")
-    stop2.click(cancel_job, job_id, bench_md, cancels=[ev1, ev2])
+    stop2.click(cancel_job, job_id, bench_md, cancels=[ev1, ev2], api_visibility="private")
 
 
 if __name__ == "__main__":
