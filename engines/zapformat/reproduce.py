@@ -32,7 +32,7 @@ GEN_SCHEMA = {
 
 def claim_equivalence(rep: Report, enc) -> None:
     total = mism = 0
-    names = ["address", "orders", "function_call", "json", "arith"]
+    names = ["address", "orders", "json"]
     for name in names:
         w = WORKLOADS[name]
         ctx = {"encode": enc.encode}
