@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from .grammar import LIT, NT, RE, Grammar
 
+_INTERNED: dict[frozenset, frozenset] = {}
+
 
 class Column:
     """One Earley set plus its indices. ``key`` (frozen item set) is what the state cache hashes."""
@@ -87,7 +89,10 @@ class Recognizer:
                 postdot.setdefault(value[it[0]], []).append(it)
             else:
                 scan.append(it)
-        col.key = frozenset(out)
+        key = frozenset(out)
+        if len(_INTERNED) > 500_000:
+            _INTERNED.clear()
+        col.key = _INTERNED.setdefault(key, key)  # equal columns share one object: cache lookups compare by identity
         col.predicted = True
 
     def _leo(self, nt: int, j: int) -> tuple[int, int, bool]:
@@ -226,6 +231,8 @@ class Recognizer:
         last = self.cols[-1]
         self._predict(last, len(self.cols) - 1, last.items)
         self.stats_after = (len(self.cols), self.n_items())
+        if not self.compaction:
+            self.stats_before = self.stats_after
         self.finished = finished
         return True
 

@@ -159,8 +159,15 @@ class ConstrainedEngine:
         """Bool mask over token ids: the tokens whose bytes keep the prefix viable."""
         t0 = time.perf_counter()
         rec, vocab, cfg = self.rec, self.vocab, self.config
+        if cfg.cache and not rec.finished:  # fast path: a hit costs one hash of the column keys
+            hit = self.cache.get(rec.state_key())
+            if hit is not None:
+                self.hits += 1
+                self.last = StepStats((time.perf_counter() - t0) * 1e6, True, hit[1], 0, 0, False,
+                                      *rec.stats_before, *rec.stats_after)
+                return hit[0]
         st = StepStats(sets_before=rec.stats_before[0], items_before=rec.stats_before[1],
-                       sets_after=len(rec.cols), items_after=rec.n_items())
+                       sets_after=rec.stats_after[0], items_after=rec.stats_after[1])
         if rec.finished:
             mask = np.zeros(vocab.size, dtype=bool)
         else:
