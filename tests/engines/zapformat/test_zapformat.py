@@ -188,3 +188,39 @@ def test_bad_params_name_the_field(params, field):
     with pytest.raises(ParamError) as e:
         step_through(params)
     assert field in str(e.value)
+
+
+def test_logits_processor_forces_valid_output(enc):
+    """The transformers LogitsProcessor: every constrained sample matches; free sampling does not.
+
+    The language model is a tiny randomly initialised Llama over the real 2,048-merge vocabulary: the
+    test exercises the masking mechanics, not the model (SmolLM2 is measured by reproduce.py)."""
+    import re
+
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    from engines.zapformat.frontend import to_kbnf
+    from engines.zapformat.generation import GrammarLogitsProcessor
+
+    pattern = '"(yes|no)-[0-9]{2}"'
+    vocab = enc.vocab
+    prog = ConstrainedEngine.build(to_kbnf("regex", pattern), vocab).program
+    torch.manual_seed(0)
+    cfg = LlamaConfig(vocab_size=vocab.size, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                      num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=64,
+                      eos_token_id=vocab.eos_token_id, pad_token_id=vocab.eos_token_id)
+    model = LlamaForCausalLM(cfg).eval()
+    prompt = torch.tensor([enc.encode("Answer:")] * 6)
+    outs = {}
+    for constrained in (True, False):
+        proc = GrammarLogitsProcessor(prog, vocab, 6, prompt.shape[1]) if constrained else None
+        with torch.no_grad():
+            gen = model.generate(prompt, attention_mask=torch.ones_like(prompt), max_new_tokens=16, do_sample=True,
+                                 logits_processor=[proc] if proc else None, pad_token_id=vocab.eos_token_id)
+        texts = [b"".join(vocab.tokens.get(int(t), b"") for t in row[prompt.shape[1]:]).decode("utf-8", "replace")
+                 for row in gen]
+        outs[constrained] = [re.fullmatch(pattern, t) is not None for t in texts]
+        if constrained:
+            assert not any(proc.dead_end) and proc.engines[0].cache is proc.engines[1].cache
+    assert all(outs[True]) and not all(outs[False])
