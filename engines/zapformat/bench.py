@@ -4,12 +4,11 @@ For each workload: compile (grammar + vocabulary -> first mask), then two passes
 valid instances, each tokenized canonically: at every step time the engine's mask call, then advance
 by the target token. Pass 1 is cold, pass 2 warm (caches that survive ``reset()`` are hot).
 Single-threaded (RAYON/OMP threads = 1, XGrammar max_threads=1). Peak RSS is the child's maxrss
-minus its RSS after loading the vocabulary.
+(VmHWM) minus its RSS after loading the vocabulary.
 """
 from __future__ import annotations
 
 import os
-import resource
 import time
 import traceback
 
@@ -20,9 +19,13 @@ from .peers import ADAPTERS, Unsupported, available
 from .workloads import WORKLOADS
 
 
-def _rss_mb() -> float:
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+def _status_mb(field: str) -> float:
+    """VmRSS / VmHWM from /proc (ru_maxrss would include the parent's peak: Linux keeps it across exec)."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
 
 
 def _stats(times_us: list[float]) -> dict:
@@ -75,7 +78,7 @@ def run_engine(engine: str, workloads: list[str], vocab: str, n_instances: int, 
         return {"engine": engine, "rows": [{"engine": engine, "workload": w, "status": f"not installed: {reason}"[:160]}
                                            for w in workloads], "rss_mb": None}
     encoder = load_encoder(vocab)
-    base = _rss_mb()
+    base = _status_mb("VmRSS")
     ctx: dict = {"encode": encoder.encode}
     rows = []
     for w in workloads:
@@ -83,7 +86,7 @@ def run_engine(engine: str, workloads: list[str], vocab: str, n_instances: int, 
             rows.append(replay(engine, w, encoder, n_instances, seed, ctx))
         except Exception:  # noqa: BLE001
             rows.append({"engine": engine, "workload": w, "status": "error: " + traceback.format_exc(limit=1)[-150:]})
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    peak = _status_mb("VmHWM")
     return {"engine": engine, "rows": rows, "rss_mb": max(0.0, peak - base)}
 
 

