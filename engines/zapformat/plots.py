@@ -42,7 +42,7 @@ def step_figure(res: dict):
 
 
 def benchmark_figure(rows: list[dict], vocab: str):
-    ok = [r for r in rows if r.get("cold_mean_ms") is not None]
+    ok = [r for r in rows if r.get("status") == "ok" and r.get("cold_mean_ms") is not None]
     workloads = list(dict.fromkeys(r["workload"] for r in rows))
     engines = [e for e in ENGINES if any(r["engine"] == e for r in rows)]
     fig, axes = plt.subplots(1, 3, figsize=(14, 3.8))

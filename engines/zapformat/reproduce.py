@@ -174,7 +174,7 @@ def claim_peers(rep: Report) -> None:
              "| engine | workload | compile | cold mean | warm mean |", "|---|---|---|---|---|"]
     for r in rows:
         o = by.get(("zapformat", r["workload"]))
-        if r["engine"] == "zapformat" or not o or r.get("cold_mean_ms") is None or o.get("cold_mean_ms") is None:
+        if r["engine"] == "zapformat" or not o or r.get("status") != "ok" or o.get("status") != "ok":
             continue
         ratio.append(f"| {r['engine']} | {r['workload']} | {r['compile_s'] / o['compile_s']:.2f} | "
                      f"{r['cold_mean_ms'] / o['cold_mean_ms']:.2f} | {r['warm_mean_ms'] / o['warm_mean_ms']:.2f} |")
