@@ -6,7 +6,8 @@ One entry per method id (keep the blank lines: parallel branches edit different 
 API_NAMES: dict[str, set[str]] = {
     "dpsdp": set(),
 
-    "zapformat": set(),
+    "zapformat": {"zapformat_step", "zapformat_generate", "zapformat_benchmark", "zapformat_stop",
+                  "zapformat_example"},
 
     "pde_staggered": set(),
 
