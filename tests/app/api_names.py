@@ -10,7 +10,7 @@ API_NAMES: dict[str, set[str]] = {
 
     "pde_staggered": set(),
 
-    "fdgen": set(),
+    "fdgen": {"fdgen_inspect", "fdgen_train", "fdgen_sweep", "fdgen_stop"},
 
     "multinoulli": set(),
 
