@@ -138,7 +138,7 @@ def build() -> None:
                                   elem_id="fdgen_dataset")
             n_nodes = gr.Slider(60, 2000, value=d["n_nodes"], step=20, label="Nodes (real tables are subsampled)")
             with gr.Accordion("Real tables", open=False):
-                sensitive = gr.Radio(["sex", "age"], value="sex", label="German credit: sensitive attribute")
+                sensitive = gr.Radio(["age", "sex"], value="age", label="German credit: sensitive attribute (age < 25, or female)")
                 knn = gr.Slider(2, 40, value=10, step=1, label="k of the similarity (kNN) graph")
             with gr.Accordion("Synthetic SBM bias knobs", open=False):
                 minority = gr.Slider(0.1, 0.5, value=0.3, step=0.05, label="minority share (s = 1)")
@@ -188,7 +188,7 @@ def build() -> None:
     data_inputs = [dataset, n_nodes, sensitive, knn, minority, homophily, feature_bias, label_bias, avg_degree,
                    edges_file, nodes_file]
     gr.Examples(
-        [["german", 600, "sex", 10], ["adult", 600, "sex", 10], ["compas", 600, "sex", 10], ["sbm", 600, "sex", 10]],
+        [["german", 600, "age", 10], ["german", 600, "sex", 10], ["compas", 600, "age", 10], ["adult", 600, "age", 10], ["sbm", 600, "age", 10]],
         inputs=[dataset, n_nodes, sensitive, knn], label="Examples (then press Inspect or Train & sample)",
     )
     inspect_btn.click(run_inspect, data_inputs, [inspect_plot, bias_table, inspect_md], api_name="fdgen_inspect")

@@ -182,9 +182,9 @@ def _real_graph(name: str, n_nodes: int, sensitive: str, knn: int, seed: int) ->
 
 
 def biased_sbm(n: int, minority: float, homophily: float, feature_bias: float, label_bias: float,
-               avg_degree: float, seed: int, class_homophily: float = 3.0, dim: int = 16) -> Graph:
+               avg_degree: float, seed: int, class_homophily: float = 2.0, dim: int = 16, label_signal: float = 1.0) -> Graph:
     """Spec §4: s ~ Bern(minority), P(y=1|s) = ½ ± label_bias/2, SBM with p_ij ∝ h_s^[s_i=s_j]·h_y^[y_i=y_j],
-    X = M_y·y + M_s·s + N(0, I) with ‖M_s‖ = feature_bias (the proxy) on dims 4–7, ‖M_y‖ = 1.5 on dims 0–3."""
+    X = M_y·y + M_s·s + N(0, I) with ‖M_s‖ = feature_bias (the proxy) on dims 4–7, ‖M_y‖ = label_signal on dims 0–3."""
     rng = np.random.default_rng(seed)
     s = (rng.random(n) < minority).astype(np.int64)
     s[:2] = [0, 1]  # both groups present even for tiny n
@@ -196,7 +196,7 @@ def biased_sbm(n: int, minority: float, homophily: float, feature_bias: float, l
     p = np.clip(w * (avg_degree * n / w.sum()), 0, 1)
     A = np.triu(rng.random((n, n)) < p, 1)
     X = rng.normal(size=(n, dim)).astype(np.float32)
-    X[:, 0:4] += (1.5 / 2) * y[:, None]
+    X[:, 0:4] += (label_signal / 2) * y[:, None]
     X[:, 4:8] += (feature_bias / 2) * s[:, None]
     names = [f"label_{k}" for k in range(4)] + [f"proxy_{k}" for k in range(4)] + [f"noise_{k}" for k in range(dim - 8)]
     return Graph(edges_from_dense(A), X, s, y, names, "sbm", "s (1 = minority)", "y",

