@@ -8,7 +8,6 @@ The 'real' row trains the same GCN on the real training subgraph.
 """
 from __future__ import annotations
 
-import contextlib
 import time
 from dataclasses import dataclass
 
@@ -42,17 +41,10 @@ METRICS: dict[str, tuple[str, str]] = {
 GCN_EPOCHS = 200
 
 
-@contextlib.contextmanager
 def torch_threads(k: int = 1):
-    """One intra-op thread: on a shared 2-core machine two spinning threads run ~30× slower."""
-    import torch
+    from .generators import torch_threads as tt
 
-    old = torch.get_num_threads()
-    torch.set_num_threads(k)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(old)
+    return tt(k)
 
 
 @dataclass

@@ -20,7 +20,8 @@ def sparse_norm_adj(g: Graph) -> torch.Tensor:
     deg = np.bincount(rows, minlength=n).astype(np.float32)
     vals = (deg[rows] ** -0.5) * (deg[cols] ** -0.5)
     idx = torch.from_numpy(np.stack([rows, cols])).long()
-    return torch.sparse_coo_tensor(idx, torch.from_numpy(vals.astype(np.float32)), (n, n)).coalesce()
+    vals_t = torch.from_numpy(vals.astype(np.float32))
+    return torch.sparse_coo_tensor(idx, vals_t, (n, n), check_invariants=False).coalesce()
 
 
 class GCN(nn.Module):
@@ -70,4 +71,7 @@ def evaluate(model: GCN, real: Graph, test: np.ndarray) -> dict[str, float]:
 
 
 def downstream(train_graph: Graph, real: Graph, test: np.ndarray, seed: int = 0, epochs: int = 200) -> dict[str, float]:
-    return evaluate(train_gcn(train_graph, epochs=epochs, seed=seed), real, test)
+    from .generators import torch_threads
+
+    with torch_threads(1):
+        return evaluate(train_gcn(train_graph, epochs=epochs, seed=seed), real, test)

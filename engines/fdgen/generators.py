@@ -15,6 +15,7 @@
 """
 from __future__ import annotations
 
+import contextlib
 import math
 from typing import Callable
 
@@ -28,6 +29,18 @@ from .losses import feature_loss, structure_loss
 
 HIDDEN = 64
 KEY = 32
+
+
+@contextlib.contextmanager
+def torch_threads(k: int = 1):
+    """One intra-op thread: these matrices are small, and on a shared 2-core machine two spinning
+    threads run ~30× slower than one."""
+    old = torch.get_num_threads()
+    torch.set_num_threads(k)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(old)
 
 
 def normalise(A: torch.Tensor) -> torch.Tensor:
@@ -225,6 +238,10 @@ class FairGenerator:
 
     def fit(self, g: Graph, lambda_f: float, lambda_s: float, epochs: int, seed: int,
             feat_mode: str = "unconditional", on_progress: Callable[[float, str], None] | None = None):
+        with torch_threads(1):
+            return self._fit(g, lambda_f, lambda_s, epochs, seed, feat_mode, on_progress)
+
+    def _fit(self, g, lambda_f, lambda_s, epochs, seed, feat_mode, on_progress):
         torch.manual_seed(seed)
         self.graph = g
         X0 = torch.from_numpy(g.X).float()
@@ -286,10 +303,11 @@ class FairGenerator:
         g = self.graph
         gen = torch.Generator().manual_seed(seed)
         m_target = g.m if match_edges else None
-        if self.backbone == "diffusion":
-            X, edges = self.model.sample(g.n, g.X.shape[1], self.cond, gen, m_target)
-        else:
-            X, edges = self.model.sample(torch.from_numpy(g.X).float(), self.An, self.cond, gen, m_target)
+        with torch_threads(1):
+            if self.backbone == "diffusion":
+                X, edges = self.model.sample(g.n, g.X.shape[1], self.cond, gen, m_target)
+            else:
+                X, edges = self.model.sample(torch.from_numpy(g.X).float(), self.An, self.cond, gen, m_target)
         return Graph(edges.reshape(-1, 2), X.numpy().astype(np.float32), g.s.copy(), g.y.copy(),
                      g.feature_names, f"{g.name} (generated)", g.s_name, g.y_name)
 
