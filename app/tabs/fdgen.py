@@ -86,7 +86,9 @@ def _result_outputs(res: dict):
     headers, rows = metrics_table(res)
     files = [str(resolve(root, ref)) for refs in res["downloads"].values() for ref in refs]
     drawing = str(resolve(root, res["drawing"])) if res["drawing"] else None
-    return drawing, gr.update(value=rows, headers=headers), fairness_bars(res), histogram_figure(res), files
+    import pandas as pd
+
+    return drawing, pd.DataFrame(rows, columns=headers), fairness_bars(res), histogram_figure(res), files
 
 
 def run_train(*inputs, progress=gr.Progress()):
