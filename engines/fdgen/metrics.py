@@ -167,6 +167,10 @@ def graph_bias(g: Graph, seed: int = 0) -> dict[str, float]:
 
 
 def most_biased_feature(X: np.ndarray, s: np.ndarray) -> int:
-    """Index of the feature with the largest standardised mean difference between groups."""
+    """Index of the feature with the largest standardised mean difference between groups, preferring
+    continuous features (≥ 10 distinct values) over one-hot columns, whose histograms say little."""
     d = np.abs(X[s == 0].mean(0) - X[s == 1].mean(0)) / (X.std(0) + 1e-9)
+    continuous = np.array([len(np.unique(X[:, k])) >= 10 for k in range(X.shape[1])])
+    if continuous.any():
+        d = np.where(continuous, d, -1.0)
     return int(np.argmax(d))
