@@ -27,7 +27,7 @@ BIAS_ROWS = [("nodes", "nodes", "{:.0f}"), ("edges", "edges", "{:.0f}"), ("mean_
 def defaults() -> dict:
     """Tab defaults; the test profile uses micro sizes so the browser test finishes in seconds."""
     if get_settings().profile == "test":
-        return dict(n_nodes=120, epochs=40, steps=6, seeds=1, samples=1)
+        return dict(n_nodes=120, epochs=20, steps=4, seeds=1, samples=1)
     return dict(n_nodes=600, epochs=400, steps=12, seeds=1, samples=2)
 
 
