@@ -14,8 +14,8 @@ from .data import Graph
 from .experiment import fit_and_score, lambda_sweep, prepare, torch_threads, train_and_sample
 from .params import TrainParams
 
-#: The claims' configuration (CPU scale): 300-node graphs (180 training / 120 test nodes), 3 seeds × 3 samples.
-BASE = dict(n_nodes=300, epochs=400, steps=12, seeds=3, samples=3, backbone="diffusion")
+#: The claims' configuration (CPU scale): 200-node graphs (120 training / 80 test nodes), 3 seeds × 3 samples.
+BASE = dict(n_nodes=200, epochs=300, steps=12, seeds=3, samples=3, backbone="diffusion")
 DATASETS = [
     ("german", dict(sensitive="age"), "German credit, s = age < 25"),
     ("compas", {}, "COMPAS, s = race"),
