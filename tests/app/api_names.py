@@ -11,7 +11,7 @@ API_NAMES: dict[str, set[str]] = {
 
     "pde_staggered": set(),
 
-    "fdgen": set(),
+    "fdgen": {"fdgen_inspect", "fdgen_train", "fdgen_sweep", "fdgen_stop"},
 
     "multinoulli": {"multinoulli_upload", "multinoulli_run", "multinoulli_sweep", "multinoulli_stop"},
 

@@ -1,0 +1,195 @@
+"""``make reproduce METHOD=fdgen``: the issue's claims on German / COMPAS / Adult graphs and the biased SBM,
+plus acceptance checks 1 (metrics vs fairlearn, hand-computed structure metrics) and 6 (valid graphs)."""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from engines.common.results import Report
+
+from . import metrics as M
+from .data import Graph
+from .experiment import fit_and_score, lambda_sweep, prepare, torch_threads, train_and_sample
+from .params import TrainParams
+
+#: The claims' configuration (CPU scale): 200-node graphs (120 training / 80 test nodes), 3 seeds × 3 samples.
+BASE = dict(n_nodes=200, epochs=300, steps=12, seeds=3, samples=3, backbone="diffusion")
+DATASETS = [
+    ("german", dict(sensitive="age"), "German credit, s = age < 25"),
+    ("compas", {}, "COMPAS, s = race"),
+    ("adult", {}, "Adult, s = sex"),
+    ("sbm", {}, "biased SBM (homophily 5, ‖M_s‖ = 1.5, label bias 0.2)"),
+]
+QUICK = os.environ.get("FDGEN_QUICK") == "1"  # smoke run of this script: tiny sizes
+ONLY = [d for d in os.environ.get("FDGEN_DATASETS", "").split(",") if d]  # compute only these (cache the rest)
+CACHED_ONLY = os.environ.get("FDGEN_CACHED_ONLY") == "1"  # assemble the page from finished runs only
+
+
+def cached(name: str, params: dict, fn) -> dict:
+    """Results of one expensive run, cached under the data directory by a hash of its parameters, so the
+    datasets can be measured by separate processes and the page assembled afterwards."""
+    import hashlib
+    import json
+
+    from engines.common.settings import get_settings
+
+    key = hashlib.sha1(json.dumps(params, sort_keys=True).encode()).hexdigest()[:12]
+    path = get_settings().data_dir / "fdgen" / f"repro_{name}_{key}.json"
+    if path.exists():
+        return json.loads(path.read_text())
+    if CACHED_ONLY:
+        return None
+    res = fn(params).model_dump()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(res))
+    return res
+
+
+def metrics_check(seed: int = 0) -> tuple[float, float]:
+    """Acceptance check 1a: max |ours − fairlearn| of ΔSP and ΔEO over random predictions."""
+    from fairlearn.metrics import MetricFrame, demographic_parity_difference, true_positive_rate
+
+    rng = np.random.default_rng(seed)
+    worst_sp = worst_eo = 0.0
+    for _ in range(50):
+        n = int(rng.integers(20, 300))
+        y, s, p = rng.integers(0, 2, n), rng.integers(0, 2, n), rng.integers(0, 2, n)
+        s[:2], y[:4] = [0, 1], [1, 1, 1, 1]
+        ref_sp = demographic_parity_difference(y, p, sensitive_features=s)
+        tpr = MetricFrame(metrics=true_positive_rate, y_true=y, y_pred=p, sensitive_features=s).by_group
+        worst_sp = max(worst_sp, abs(M.delta_sp(p, s) - ref_sp))
+        worst_eo = max(worst_eo, abs(M.delta_eo(p, y, s) - abs(tpr[0] - tpr[1])))
+    return worst_sp, worst_eo
+
+
+def toy_graph() -> Graph:
+    """6 nodes, s = 0,0,0,1,1,1; edges 0-1, 1-2, 0-2, 3-4, 2-3: h_s = 4/5, degrees (2,2,3 | 2,1,0)."""
+    e = np.array([[0, 1], [1, 2], [0, 2], [3, 4], [2, 3]])
+    return Graph(e, np.zeros((6, 1), np.float32), np.array([0, 0, 0, 1, 1, 1]), np.array([0, 1, 0, 1, 0, 1]), ["x"])
+
+
+def valid_graph(g: Graph, real: Graph) -> tuple[bool, str]:
+    """Acceptance check 6: symmetric (i < j, unique), no self-loops, edge count within ±20 %, s and y on every node."""
+    e = g.edges
+    unique = len(np.unique(e, axis=0)) == len(e)
+    ok = bool((e[:, 0] < e[:, 1]).all() and unique and e.max() < g.n and len(g.s) == len(g.y) == g.n
+              and set(np.unique(g.s)) <= {0, 1} and abs(g.m - real.m) <= 0.2 * real.m)
+    return ok, f"{g.m} edges vs {real.m} real, {g.n} nodes with s and y, i<j unique: {unique}"
+
+
+def _fmt(row, key: str) -> str:
+    return f"{row['mean'][key]:.3f} ± {row['std'][key]:.3f}"
+
+
+def main():
+    rep = Report("fdgen", "FDGen: fair graph generation (feature and structural bias)")
+    base = dict(BASE, epochs=40, seeds=1, samples=1, n_nodes=160) if QUICK else BASE
+
+    # Acceptance check 1: metric definitions.
+    sp_err, eo_err = metrics_check()
+    rep.claim("Check 1a: ΔSP and ΔEO equal fairlearn's demographic-parity and TPR differences (50 random cases)",
+              "|diff| < 1e-9", f"max |ΔSP diff| = {sp_err:.1e}, max |ΔEO diff| = {eo_err:.1e}",
+              sp_err < 1e-9 and eo_err < 1e-9)
+    tg = toy_graph()
+    h, _ = M.sensitive_homophily(tg.edges, tg.s)
+    dg = M.degree_gap(tg)
+    rep.claim("Check 1b: h_s and Δdeg on the 6-node toy graph match hand computation", "h_s = 0.8, Δdeg = 4/3",
+              f"h_s = {h:.4f}, Δdeg = {dg:.4f}", abs(h - 0.8) < 1e-12 and abs(dg - 4 / 3) < 1e-12)
+
+    tables, results = [], {}
+    if ONLY:  # worker mode: fill the cache for some datasets, write nothing
+        for ds, extra, label in DATASETS:
+            if ds in ONLY:
+                print(f"== {label}", flush=True)
+                cached(ds, dict(base, dataset=ds, **extra), train_and_sample)
+        if "sweep" in ONLY:
+            cached("sweep", dict(base, dataset="sbm", seeds=2, samples=2, lambdas=[0.0, 0.3, 1.0, 3.0, 10.0]),
+                   lambda_sweep)
+        return None
+    for ds, extra, label in DATASETS:
+        print(f"== {label}", flush=True)
+        res = cached(ds, dict(base, dataset=ds, **extra), train_and_sample)
+        if res is None:
+            rep.claim(f"{label}: all four claims", "—", "not measured: the run did not finish in this session", False)
+            continue
+        results[ds] = res
+        rows = {r["variant"]: r for r in res["rows"]}
+        real, van, so, fo, fd = (rows[k] for k in ("real", "vanilla", "struct_only", "feat_only", "fdgen"))
+        dh = abs(van["mean"]["h_s"] - real["mean"]["h_s"]) / real["mean"]["h_s"]
+        dp = abs(van["mean"]["probe_auc"] - real["mean"]["probe_auc"]) / real["mean"]["probe_auc"]
+        rep.claim(f"{label}: vanilla reproduces the bias (h_s and probe AUC within 10 %)", "qualitative (spec: ≤ 10 %)",
+                  f"h_s {van['mean']['h_s']:.3f} vs real {real['mean']['h_s']:.3f} ({100 * dh:.0f} %); probe AUC "
+                  f"{van['mean']['probe_auc']:.3f} vs {real['mean']['probe_auc']:.3f} ({100 * dp:.0f} %)",
+                  dh <= 0.1 and dp <= 0.1)
+        rsp = 1 - fd["mean"]["delta_sp"] / max(van["mean"]["delta_sp"], 1e-9)
+        reo = 1 - fd["mean"]["delta_eo"] / max(van["mean"]["delta_eo"], 1e-9)
+        rep.claim(f"{label}: FDGen lowers downstream ΔSP and ΔEO by ≥ 30 % vs vanilla",
+                  "“notable improvements in fairness” (abstract)",
+                  f"ΔSP {_fmt(van, 'delta_sp')} → {_fmt(fd, 'delta_sp')} ({100 * rsp:+.0f} % cut); ΔEO "
+                  f"{_fmt(van, 'delta_eo')} → {_fmt(fd, 'delta_eo')} ({100 * reo:+.0f} % cut)", rsp >= 0.3 and reo >= 0.3)
+        rep.claim(f"{label}: FDGen's ΔSP below structure-only's and feature-only's", "feature bias matters (abstract)",
+                  f"FDGen {fd['mean']['delta_sp']:.3f}, structure-only {so['mean']['delta_sp']:.3f}, feature-only "
+                  f"{fo['mean']['delta_sp']:.3f}",
+                  fd["mean"]["delta_sp"] < so["mean"]["delta_sp"] and fd["mean"]["delta_sp"] < fo["mean"]["delta_sp"])
+        dacc = van["mean"]["accuracy"] - fd["mean"]["accuracy"]
+        ratio = fd["mean"]["degree_mmd"] / max(van["mean"]["degree_mmd"], 1e-12)
+        rep.claim(f"{label}: utility kept (accuracy drop ≤ 5 points, degree MMD ≤ 1.5× vanilla)",
+                  "“competitive generation performance”",
+                  f"accuracy {van['mean']['accuracy']:.3f} → {fd['mean']['accuracy']:.3f} ({100 * dacc:+.1f} points "
+                  f"drop); degree MMD {van['mean']['degree_mmd']:.4f} → {fd['mean']['degree_mmd']:.4f} ({ratio:.2f}×)",
+                  dacc <= 0.05 and ratio <= 1.5)
+        tables.append((label, res))
+
+    # Acceptance check 6 on fresh samples (German graph, FDGen).
+    from .generators import FairGenerator
+
+    prep = prepare(TrainParams(dataset="german", n_nodes=base["n_nodes"]))
+    with torch_threads(1):
+        gen = FairGenerator("diffusion", steps=base["steps"]).fit(prep.train_graph, 1.0, 1.0, 60, 0)  # validity only
+        checks = [valid_graph(gen.sample(k), prep.train_graph) for k in range(3)]
+    rep.claim("Check 6: generated graphs are valid (symmetric, no self-loops, edges ±20 %, s and y on all nodes)",
+              "all of 3 samples", "; ".join(c[1] for c in checks[:1]) + f" ({sum(c[0] for c in checks)}/3 valid)",
+              all(c[0] for c in checks))
+
+    from .plots import fairness_bars, histogram_figure, metrics_table, pareto_figure
+
+    import matplotlib.pyplot as plt
+
+    if tables:
+        fig, axes = plt.subplots(1, len(tables), figsize=(4.4 * len(tables), 3.8), sharey=True)
+        for ax, (label, res) in zip(np.atleast_1d(axes), tables):
+            fairness_bars(res, ax)
+            ax.set_title(label, fontsize=8)
+        fig.tight_layout()
+        rep.figure(fig, "fairness", "Downstream ΔSP and ΔEO of a GCN trained on each graph (mean over seeds × samples)")
+    if "german" in results:
+        rep.figure(histogram_figure(results["german"]), "histograms",
+                   "German credit: the most age-biased feature by group, in the real graph and in each generated graph")
+
+    sweep = cached("sweep", dict(base, dataset="sbm", seeds=2 if not QUICK else 1, samples=2 if not QUICK else 1,
+                                 lambdas=[0.0, 0.3, 1.0, 3.0, 10.0]), lambda_sweep)
+    if sweep is not None:
+        rep.figure(pareto_figure(sweep), "pareto", "Accuracy against ΔSP for λ_f = λ_s = λ on the biased SBM")
+
+    for label, res in tables:
+        headers, rows = metrics_table(res)
+        md = [f"### {label}", "", "| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+        md += ["| " + " | ".join(map(str, r)) + " |" for r in rows]
+        rep.section("\n".join(md))
+    rep.section(
+        f"Configuration: {base['n_nodes']}-node graphs (real tables subsampled with seed 0, kNN graphs with k = 10), "
+        f"{int(0.6 * base['n_nodes'])} training nodes seen by the generators, {int(0.4 * base['n_nodes'])} real test "
+        f"nodes for the downstream GCN; diffusion backbone with T = {base['steps']} steps, {base['epochs']} training "
+        f"iterations, λ_f = λ_s = 1, unconditional L_feat; {base['seeds']} generator seeds × {base['samples']} samples. "
+        "The thresholds (10 %, 30 %, 5 points, 1.5×) are the project's, not the paper's: its tables could not be read. "
+        "Each dataset (and the sweep) is a cached run under the data directory; `FDGEN_DATASETS=german,sweep "
+        "python -m engines.fdgen.reproduce` fills the cache in separate processes, and the time above counts only "
+        "what was computed in this call. On the shared 2-core machine of 2026-11-29 the five runs took ~30 min "
+        "of wall time at nice 10 (timings are noisy)."
+    )
+    return rep.write()
+
+
+if __name__ == "__main__":
+    main()
