@@ -175,14 +175,14 @@ def _stool(v: dict[str, float]) -> Model:
 
 
 STOOL = Domain("stool", "Bar stool", (
-    ParamDef("H", "seat", "height", "cm", 40, 80, 65, (3, 6, 12), "height of the seat top above the floor"),
-    ParamDef("R", "seat", "radius", "cm", 14, 25, 17, (1, 2, 4), "radius of the round seat"),
-    ParamDef("T", "seat", "thickness", "cm", 2, 6, 3, (0.5, 1, 2), "thickness of the seat"),
+    ParamDef("seat_h", "seat", "height", "cm", 40, 80, 65, (3, 6, 12), "height of the seat top above the floor"),
+    ParamDef("seat_r", "seat", "radius", "cm", 14, 25, 17, (1, 2, 4), "radius of the round seat"),
+    ParamDef("seat_t", "seat", "thickness", "cm", 2, 6, 3, (0.5, 1, 2), "thickness of the seat"),
     ParamDef("n_legs", "legs", "count", "count", 3, 5, 4, (1, 1, 2), "number of legs"),
-    ParamDef("d_leg", "legs", "thickness", "cm", 2, 5, 3, (0.4, 0.8, 1.5), "diameter of each leg"),
-    ParamDef("a_leg", "legs", "splay", "deg", 0, 15, 6, (2, 4, 7), "outward splay angle of the legs"),
-    ParamDef("rung", "footrest", "present", "bool", 0, 1, 1, (1, 1, 1), "whether the stool has a footrest ring"),
-    ParamDef("z_rung", "footrest", "height", "cm", 15, 45, 25, (2, 5, 10), "height of the footrest above the floor"),
+    ParamDef("leg_d", "legs", "thickness", "cm", 2, 5, 3, (0.4, 0.8, 1.5), "diameter of each leg"),
+    ParamDef("leg_ang", "legs", "splay", "deg", 0, 15, 6, (2, 4, 7), "outward splay angle of the legs"),
+    ParamDef("ring_on", "footrest", "present", "bool", 0, 1, 1, (1, 1, 1), "whether the stool has a footrest ring"),
+    ParamDef("ring_z", "footrest", "height", "cm", 15, 45, 25, (2, 5, 10), "height of the footrest above the floor"),
 ), (
     Relation("footrest.height", "seat.height", 1.0, -15, "the footrest must sit at least 15 cm below the seat"),
 ), _stool)
@@ -246,14 +246,14 @@ def _mug(v: dict[str, float]) -> Model:
 
 
 MUG = Domain("mug", "Mug", (
-    ParamDef("h", "body", "height", "cm", 7, 15, 10, (0.7, 1.5, 3), "height of the cup"),
-    ParamDef("r", "body", "radius", "cm", 3.5, 6, 4.2, (0.25, 0.5, 1), "radius of the cup at its foot"),
-    ParamDef("wall", "body", "wall", "cm", 0.25, 0.8, 0.4, (0.05, 0.1, 0.2), "wall thickness of the cup"),
+    ParamDef("cup_h", "body", "height", "cm", 7, 15, 10, (0.7, 1.5, 3), "height of the cup"),
+    ParamDef("cup_r", "body", "radius", "cm", 3.5, 6, 4.2, (0.25, 0.5, 1), "radius of the cup at its foot"),
+    ParamDef("wall_t", "body", "wall", "cm", 0.25, 0.8, 0.4, (0.05, 0.1, 0.2), "wall thickness of the cup"),
     ParamDef("taper", "body", "taper", "ratio", 0.8, 1.3, 1.0, (0.04, 0.08, 0.16), "top radius over foot radius (flare)"),
-    ParamDef("grip", "handle", "present", "bool", 0, 1, 1, (1, 1, 1), "whether the mug has a handle"),
-    ParamDef("grip_s", "handle", "size", "cm", 3, 10, 6, (0.7, 1.5, 3), "vertical span of the handle loop"),
-    ParamDef("grip_t", "handle", "thickness", "cm", 0.5, 1.5, 0.8, (0.1, 0.2, 0.4), "thickness of the handle bar"),
-    ParamDef("grip_o", "handle", "reach", "cm", 1.5, 4, 2.5, (0.3, 0.6, 1.2), "how far the handle sticks out from the body"),
+    ParamDef("handle_on", "handle", "present", "bool", 0, 1, 1, (1, 1, 1), "whether the mug has a handle"),
+    ParamDef("handle_span", "handle", "size", "cm", 3, 10, 6, (0.7, 1.5, 3), "vertical span of the handle loop"),
+    ParamDef("handle_t", "handle", "thickness", "cm", 0.5, 1.5, 0.8, (0.1, 0.2, 0.4), "thickness of the handle bar"),
+    ParamDef("handle_off", "handle", "reach", "cm", 1.5, 4, 2.5, (0.3, 0.6, 1.2), "how far the handle sticks out from the body"),
 ), (
     Relation("handle.size", "body.height", 1.0, -1.5, "the handle must fit on the body"),
 ), _mug)
