@@ -30,7 +30,7 @@ NEGATIVE = ("less", "decrease", "decreased", "reduce", "reduced", "lower", "lowe
 
 KEEP = re.compile(r"\b(keep|leave|don'?t (?:touch|change|alter|modify)|do not (?:touch|change|alter|modify)|"
                   r"without (?:touching|changing)|preserve|as (?:it )?is|unchanged|same as before)\b")
-ADD = re.compile(r"\b(add|attach|give (?:it|the \w+)|put on|put back|include|fit)\b")
+ADD = re.compile(r"\b(add|attach|give|put|include|fit|want|like|need|have|with|bring back)\b")
 REMOVE = re.compile(r"\b(remove|take off|take away|get rid of|drop|delete|lose|ditch|without|no)\b")
 
 UNITS = {"mm": ("cm", 0.1), "millimetres": ("cm", 0.1), "millimeters": ("cm", 0.1), "cm": ("cm", 1.0),
@@ -40,7 +40,7 @@ UNITS = {"mm": ("cm", 0.1), "millimetres": ("cm", 0.1), "millimeters": ("cm", 0.
 NUMBER = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)\s*(millimetres|millimeters|centimetres|centimeters|metres|meters|"
                     r"inches|inch|degrees|degree|deg|mm|cm|in|m|°)?(?![\w])")
 WORD_NUMBERS = {"two": 2, "three": 3, "four": 4, "five": 5, "six": 6}
-SPLIT = re.compile(r"\s*(?:[,;.]|\bbut\b|\band then\b|\band\b|\bwhile\b|\bplus\b|\balso\b|\bthen\b)\s*")
+SPLIT = re.compile(r"\s*(?:[,;:!?]|\.(?!\d)|\bbut\b|\band then\b|\band\b|\bwhile\b|\bplus\b|\balso\b|\bthen\b)\s*")
 
 STOPWORDS = set("""a an the it its it's this that these those of to for on in at with by from please make
     let can could would you i we me my our be is are was were been get got give them they their there
@@ -52,10 +52,21 @@ def normalise(text: str) -> str:
     return re.sub(r"\s+", " ", t).strip()
 
 
+KEEP_LEAD = re.compile(r"\b(without (?:touching|changing)|keep|leave|don'?t (?:touch|change)|do not (?:touch|change))\b")
+
+
 def clauses(text: str) -> list[str]:
-    """Split an instruction into edit clauses ("taller and more reclined, keep the seat")."""
-    parts = [p.strip() for p in SPLIT.split(normalise(text))]
-    return [p for p in parts if p and re.search(r"[a-z0-9]", p)]
+    """Split an instruction into edit clauses ("taller and more reclined, keep the seat"); a trailing
+    "without touching X" / "keep X" becomes a clause of its own."""
+    out = []
+    for p in SPLIT.split(normalise(text)):
+        p = p.strip()
+        m = KEEP_LEAD.search(p)
+        if m and m.start() > 0:
+            out += [p[:m.start()].strip(), p[m.start():].strip()]
+        else:
+            out.append(p)
+    return [p for p in out if p and re.search(r"[a-z0-9]", p)]
 
 
 def find_phrase(text: str, phrases) -> tuple[str, int] | None:
