@@ -126,11 +126,11 @@ def is_keep(clause: str) -> bool:
     return bool(KEEP.search(clause))
 
 
-def content_runs(clause: str, extra_stop: set[str] = frozenset()) -> list[str]:
+def content_runs(clause: str, extra_stop: set[str] = frozenset(), keep: set[str] = frozenset()) -> list[str]:
     """Maximal runs of content words (split at stopwords, hedges, numbers): candidate mentions."""
     words = re.findall(r"[a-z][a-z'-]*|\d+(?:\.\d+)?", clause)
     hedge_words = {w for ws in HEDGES.values() for h in ws for w in h.split()}
-    stop = STOPWORDS | hedge_words | extra_stop | set(UNITS)
+    stop = (STOPWORDS | hedge_words | extra_stop | set(UNITS)) - set(keep)
     runs, cur = [], []
     for w in words:
         if w in stop or w[0].isdigit():

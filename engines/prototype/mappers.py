@@ -96,14 +96,19 @@ class InterfaceMapper:
         return hits[0][1], hits[0][2], hits[0][0]
 
     def _embed_operation(self, cl: str, comp: str) -> tuple[str, str] | None:
+        """Nearest operation word of the component's attributes to the clause's content runs
+        (threshold TAU_OPERATION, or none when the clause has a generic comparative to give the direction)."""
         if self.enc is None:
             return None
         cands = [(w, pid, d) for w, pid, d in self.opw if self.attrs[pid]["component"] == comp]
+        syn = {s for s, c in self.syn if c == comp}
+        runs = [r for r in L.content_runs(cl) if r not in syn] or [cl]
         if not cands:
             return None
-        sims = self.enc([cl])[0] @ self.enc([f"{w} {comp}" for w, _, _ in cands]).T
+        sims = (self.enc(runs) @ self.enc([w for w, _, _ in cands]).T).max(0)
         k = int(sims.argmax())
-        return (cands[k][1], cands[k][2]) if sims[k] >= TAU_OPERATION else None
+        ok = sims[k] >= (0.0 if L.polarity(cl) else TAU_OPERATION)
+        return (cands[k][1], cands[k][2]) if ok else None
 
     def _macro_lexical(self, cl: str) -> tuple[str, str] | None:
         hits = [(ph, n) for ph, n in self.macro_phr if _word_in(ph, cl)]
