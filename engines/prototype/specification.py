@@ -208,9 +208,14 @@ def specify_domain(domain: Domain, rows: list[dict], encoder, alpha: float = 1.0
         c_sim = float((comp_anchor @ cent).max()) / max(np.linalg.norm(cent), 1e-9)
         a_sim = float((attr_anchor @ cent).max()) / max(np.linalg.norm(cent), 1e-9)
         # One clause that always causes several edits is an intent (abstraction layer): macro first.
-        scores = {"component": c_share + prior * c_sim, "operation": o_share + prior * a_sim,
-                  "macro": m_share + (1.0 if m_share >= 0.5 else 0.0)}
-        kind = max(scores, key=scores.get)
+        # An operation word is the more specific reading (it implies its component), so it wins ties;
+        # MiniLM similarity to the program's names only breaks near-ties of the two shares.
+        if m_share >= 0.5:
+            kind = "macro"
+        elif abs(o_share - c_share) < 1e-9:
+            kind = "operation"
+        else:
+            kind = "operation" if o_share + prior * a_sim > c_share + prior * c_sim else "component"
         link = {"component": c_lab, "operation": o_lab, "macro": m_lab}[kind]
         share = {"component": c_share, "operation": o_share, "macro": m_share}[kind]
         if link is None or share < 0.5:
