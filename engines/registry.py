@@ -99,6 +99,18 @@ METHODS: list[MethodSpec] = [
         paper=Paper("Multinoulli Extension: A Lossless Yet Effective Probabilistic Framework for Subset Selection over Partition Constraints", "Qixin Zhang et al."),
         summary="Choosing a few items per group (frames per video segment, sensors per region) to maximise a submodular objective is a classic hard problem. Multinoulli-SCG relaxes each group to a distribution, climbs it with stochastic gradients and rounds losslessly, matching the best guarantees with far fewer evaluations.",
         try_it="Summarise a video by choosing frames per segment and compare objective value against function evaluations for each algorithm.",
+        status="available",
+        entries={
+            "compare": Entry("engines.multinoulli.experiment:compare", "engines.multinoulli.params:CompareParams"),
+            "sweep": Entry("engines.multinoulli.experiment:sweep", "engines.multinoulli.params:SweepParams"),
+        },
+        claims=(
+            Claim("Multinoulli-SCG reaches ≥ 98% of distorted local search's value on video, design and coverage", _repro("multinoulli")),
+            Claim("…with ≤ 25% of its function evaluations", _repro("multinoulli")),
+            Claim("≥ (1 − 1/e)·OPT on brute-forced instances", _repro("multinoulli")),
+            Claim("Rounding is lossless: mean f(rounded) ≥ ME(p) within sampling error, always feasible", _repro("multinoulli")),
+            Claim("Parameter-free: no α, γ or β input", _repro("multinoulli")),
+        ),
     ),
     MethodSpec(
         id="l2d",
@@ -211,7 +223,21 @@ METHODS: list[MethodSpec] = [
     ),
 ]
 
-_BY_ID = {m.id: m for m in METHODS}
+# Entries that are not paper methods (the shared model zoo's build job): reachable by id for jobs,
+# never listed on the landing page or given a tab.
+INTERNAL: list[MethodSpec] = [
+    MethodSpec(
+        id="zoo",
+        title="Model zoo",
+        paper=Paper("(shared infrastructure)", "Paperlab", venue=""),
+        summary="Shared tiny models (CLIP, latent text-to-image diffusion, judges) trained once and cached. Methods load them with engines.common.zoo.load.",
+        try_it="Build a zoo model from the landing page.",
+        status="planned",
+        entries={"build": Entry("engines.common.zoo.jobs:build_entry", "engines.common.zoo.params:ZooBuildParams")},
+    ),
+]
+
+_BY_ID = {m.id: m for m in METHODS + INTERNAL}
 
 
 def get(method_id: str) -> MethodSpec:

@@ -12,7 +12,7 @@ API_NAMES: dict[str, set[str]] = {
 
     "fdgen": set(),
 
-    "multinoulli": set(),
+    "multinoulli": {"multinoulli_upload", "multinoulli_run", "multinoulli_sweep", "multinoulli_stop"},
 
     "l2d": set(),
 
