@@ -276,10 +276,11 @@ MACHINERY = set(L.POSITIVE) | set(L.NEGATIVE) | {"add", "drop", "remove", "take"
                                                   "without", "no", "low", "high"}
 
 
-def clean(lexicon: dict, domain: Domain) -> dict:
+def clean(lexicon: dict, domain: Domain, other_names: set[str] = frozenset()) -> dict:
     """Separate the layers: a component name contains no operation word or machinery word, an operation
     word contains no component name and no attribute name (those are read as named attributes)."""
-    comp_words = {s for e in lexicon["components"].values() for s in e["synonyms"]} | set(domain.components)
+    comp_words = {s for e in lexicon["components"].values() for s in e["synonyms"]} | set(domain.components) \
+        | set(other_names)
     attr_names = {p.attribute.replace("_", " ") for p in domain.params}
     op_words = {w for ds in lexicon["operations"].values() for ws in ds.values() for w in ws}
 
@@ -310,13 +311,15 @@ def specify(rows: list[dict], encoder, domains: list[str] | None = None, on_prog
         for a, ds in res["lexicon"]["operations"].items():
             for d, ws in ds.items():
                 pooled[a][d] |= set(ws)
+    all_names = {s for res, _ in results.values() for e in res["lexicon"]["components"].values()
+                 for s in e["synonyms"]} | {c for d in DOMAINS.values() for c in d.components}
     out = {}
     for name, (res, dr) in results.items():
         dom = DOMAINS[name]
-        attrs = {p.attribute for p in dom.params}
+        attrs = {p.attribute for p in dom.params if p.kind != "bool"}
         lex = dict(res["lexicon"], operations={a: {d: sorted(ws) for d, ws in ds.items()}
                                                for a, ds in pooled.items() if a in attrs})
-        lex = clean(lex, dom)
+        lex = clean(lex, dom, all_names)
         res["lexicon"] = lex
         spec = build_spec(dom, lex, source="induced")
         spec["induction"] = {"clusters": res["clusters"], "quality": quality(dom, res, dr),
@@ -339,3 +342,31 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+
+
+def run_specify(params, ctx=None):
+    """Entry point: induce the interface from the dev corpus with the given DPMM settings (the bundled
+    data/induced_specs.json is the default-settings result); returns clusters, quality and the spec."""
+    from engines.common.context import LocalContext, Subprogress
+    from engines.common.params import validate
+
+    from . import dataset
+    from .encoder import get_encoder
+    from .params import SpecifyParams
+
+    p = validate(SpecifyParams, params)
+    ctx = ctx or LocalContext()
+    ctx.progress(0.02, "loading MiniLM and the dev corpus")
+    kw = p.model_dump(exclude={"domains"})
+    specs = specify(dataset.load("dev"), get_encoder(), list(p.domains), on_progress=Subprogress(ctx, 0.05, 0.95), **kw)
+    ref = ctx.artifacts.save_json("induced_specs.json", specs)
+    ctx.progress(1.0, "done")
+    return SpecifyResult(specs=specs, artifact=ref)
+
+
+from pydantic import BaseModel as _BaseModel  # noqa: E402
+
+
+class SpecifyResult(_BaseModel):
+    specs: dict
+    artifact: str
