@@ -122,7 +122,7 @@ def _chair(v: dict[str, float]) -> Model:
         ah = v["armrests.height"]
         for sx in (-1, 1):
             x = sx * (W / 2 - 2)
-            m.add("armrests", G.box((4, D * 0.8, 2.5), (x, 0.05 * D, H + ah)), f"box(4×{_f(D * 0.8)}×2.5) at x={_f(x)}, z={_f(H + ah)}")
+            m.add("armrests", G.box((4, D - 3, 2.5), (x, 1.5, H + ah)), f"box(4×{_f(D - 3)}×2.5) at x={_f(x)}, z={_f(H + ah)}")
             m.add("armrests", G.cylinder(1.2, (x, -D / 2 + 5, H - T / 2), (x, -D / 2 + 5, H + ah)), f"cylinder(r=1.2) post at x={_f(x)}")
     return m
 
@@ -196,16 +196,17 @@ def _lamp(v: dict[str, float]) -> Model:
     m.add("base", G.revolve([(0, 0), (Rb, 0), (Rb, hb * 0.6), (Rb * 0.8, hb), (0, hb)]), f"revolve(base r={_f(Rb)}, h={_f(hb)})")
     Hs, rs = v["stem.height"], v["stem.thickness"] / 2
     z_top = hb + Hs
-    m.add("stem", G.cylinder(rs, (0, 0, hb - 0.2), (0, 0, z_top + 0.2)), f"cylinder(r={_f(rs)}) z={_f(hb)}→{_f(z_top)}")
+    m.add("stem", G.cylinder(rs, (0, 0, hb - 0.2), (0, 0, z_top + 0.6)), f"cylinder(r={_f(rs)}) z={_f(hb)}→{_f(z_top)}")
     Hsh, rt, rb = v["shade.height"], v["shade.top_radius"], v["shade.bottom_radius"]
     w = 0.4
     z0 = z_top - Hsh + 1.0
     m.add("shade", G.revolve([(rb - w, z0), (rb, z0), (rt, z0 + Hsh), (rt - w, z0 + Hsh), (rb - w, z0)]),
           f"revolve(frustum shell r={_f(rb)}→{_f(rt)}, h={_f(Hsh)}, wall {w})")
     zs = z0 + Hsh - 0.6
+    r_at = rt + (rb - rt) * 0.6 / Hsh  # outer radius of the shade wall at the spider's height
     for ang in (0, 90):
         c, s_ = np.cos(np.radians(ang)), np.sin(np.radians(ang))
-        L = 2 * (rt - w / 2)
+        L = 2 * (r_at - 0.1)
         m.add("shade", G.box((L * abs(c) + 0.5 * abs(s_), L * abs(s_) + 0.5 * abs(c), 0.5), (0, 0, zs)), "box(spider arm)")
     return m
 

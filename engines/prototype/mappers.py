@@ -150,7 +150,7 @@ class InterfaceMapper:
             if re.search(r"\b(it|them|they|this|that)\b", cl) or not self._operation(cl, None) or \
                     self._operation(cl, None)[0] == "?":  # pronoun or ellipsis: the last named component
                 comps = [("", context["component"])]
-        if STATEMENT.search(cl) and not IMPERATIVE.search(cl) and not self._operation(cl, None) \
+        if not L.is_keep(cl) and STATEMENT.search(cl) and not IMPERATIVE.search(cl) and not self._operation(cl, None) \
                 and not self._macro_lexical(cl):  # "the seat is way too low": context, not an edit
             out.trace.append(f"“{cl}” → statement (context only)")
             return
