@@ -171,9 +171,14 @@ def specify_domain(domain: Domain, rows: list[dict], encoder, alpha: float = 1.0
     """Induce the lexical layer of one domain; returns {"lexicon", "clusters", "mentions", "labels"}."""
     occ: dict[str, list[dict]] = defaultdict(list)
     for r in rows:
-        n_cl = len([c for c in L.clauses(r["text"]) if not L.is_keep(c)])
-        for m in mentions_of(r["text"]):
-            occ[m].append({"edits": r["edits"], "single_clause": n_cl == 1})
+        cls = [c for c in L.clauses(r["text"]) if not L.is_keep(c)]
+        # Align clauses with the trace in order when they correspond one to one (a trace records the
+        # commands in the order the designer asked for them); otherwise the evidence stays unaligned.
+        aligned = len(cls) == len(r["edits"]) and len(cls) > 1
+        for i, cl in enumerate(cls):
+            edits = [r["edits"][i]] if aligned else r["edits"]
+            for m in mentions_of(cl):
+                occ[m].append({"edits": edits, "single_clause": aligned or len(cls) == 1})
     mentions = sorted(occ)
     vecs = encoder(mentions)
     label = dpmm(np.hstack([features(vecs, dim), trace_weight * trace_profile(domain, mentions, occ)]),
@@ -225,7 +230,8 @@ def specify_domain(domain: Domain, rows: list[dict], encoder, alpha: float = 1.0
         for m in members:
             cv, ov, mv, _ = votes([m])
             own = {"component": cv, "operation": ov, "macro": mv}.get(kind)
-            if own and own.most_common(1)[0][0] == link:
+            top = own.most_common(2) if own else []
+            if top and top[0][0] == link and (len(top) == 1 or top[0][1] > top[1][1]):  # a strict majority
                 agree.append(m)
         clusters.append({"id": int(k), "members": members, "kind": kind,
                          "link": list(link) if isinstance(link, tuple) else link, "support": n,
