@@ -101,11 +101,21 @@ def _new_history(domain: str) -> dict:
 
 
 def _show(history: dict, highlight_from: dict | None = None):
+    """Rebuild the model at the history's position; after undo / redo the components that differ from the
+    previous step are highlighted."""
+    from engines.common.context import LocalContext
+    from engines.prototype.domains import get_domain
+    from engines.prototype.studio import realise
+
     state = history["states"][history["pos"]]
-    res = _run({"domain": history["domain"], "state": state})
+    res = _run({"domain": history["domain"], "state": state, "export": False})
     if highlight_from is not None:
+        d = get_domain(history["domain"])
         res["state_before"] = highlight_from
         res["changed"] = [k for k in state if abs(state[k] - highlight_from[k]) > 1e-12]
+        res["changed_components"] = sorted({d.by_id[k].component for k in res["changed"]})
+    _, res["glb"], res["stl"] = realise(get_domain(history["domain"]), state, res["changed_components"],
+                                        LocalContext(), export=True)
     res["warnings"] = []
     return _outputs(res, history)
 

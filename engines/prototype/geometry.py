@@ -137,7 +137,10 @@ def to_glb(parts: dict[str, list[trimesh.Trimesh]], highlight: set[str] = frozen
             g = m.copy()
             g.apply_transform(rot)
             g.apply_scale(0.01)  # cm → m
-            g.visual = trimesh.visual.ColorVisuals(g, face_colors=HIGHLIGHT_RGBA if comp in highlight else BASE_RGBA)
+            rgba = HIGHLIGHT_RGBA if comp in highlight else BASE_RGBA
+            mat = trimesh.visual.material.PBRMaterial(name=comp, baseColorFactor=rgba, metallicFactor=0.0,
+                                                      roughnessFactor=0.7)
+            g.visual = trimesh.visual.TextureVisuals(material=mat)
             scene.add_geometry(g, node_name=f"{comp}_{k}", geom_name=f"{comp}_{k}")
     buf = io.BytesIO()
     scene.export(buf, file_type="glb")

@@ -17,5 +17,8 @@ def test_prototype_tab(live_app, browser_page):
         summary.get_by_text(expect).wait_for(timeout=90_000)
     page.locator("#prototype_undo").click()
     summary.get_by_text("step 3/4").wait_for()
+    page.get_by_role("button", name="Redo").click()
+    summary.get_by_text("Changed components (orange): armrests").wait_for()
     page.locator("#prototype_model canvas").wait_for(state="visible")
+    page.wait_for_timeout(1500)  # let the viewer draw
     screenshot(page, "prototype")
