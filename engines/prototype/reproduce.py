@@ -12,7 +12,7 @@ import numpy as np
 
 from engines.common.results import RESULTS_DIR, Report
 
-LLM_PER_DOMAIN = 5  # SmolLM2 on 2 shared CPU cores: a seeded subset of the test split
+LLM_PER_DOMAIN = 4  # SmolLM2 on 2 shared CPU cores: a seeded subset of the test split
 
 
 def _pct(x: float) -> str:
