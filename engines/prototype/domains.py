@@ -69,6 +69,13 @@ class Domain:
     params: tuple[ParamDef, ...]
     relations: tuple[Relation, ...]
     builder: Callable[[dict[str, float]], Model]
+    # Components attached to others: their geometry follows these parameters (legs reach the seat, the
+    # cap sits on the neck). Locality means a change reaches no component outside its own and these.
+    attachments: tuple[tuple[str, tuple[str, ...]], ...] = ()
+
+    def reached_by(self, pid: str) -> set[str]:
+        """Components whose geometry may change when ``pid`` changes."""
+        return {self.by_id[pid].component} | {c for c, ps in self.attachments if pid in ps}
 
     @property
     def by_id(self) -> dict[str, ParamDef]:
@@ -143,7 +150,7 @@ CHAIR = Domain("chair", "Chair", (
 ), (
     Relation("backrest.thickness", "seat.depth", 0.15, 0, "the backrest must fit on the seat's rear edge"),
     Relation("legs.thickness", "seat.width", 0.12, 0, "legs must fit under the seat corners"),
-), _chair)
+), _chair, (("legs", ("seat.height", "seat.width", "seat.depth", "seat.thickness")), ("backrest", ("seat.height", "seat.width", "seat.depth", "seat.thickness")), ("armrests", ("seat.height", "seat.width", "seat.depth", "seat.thickness"))))
 
 
 # ----------------------------------------------------------------------------- stool
@@ -185,7 +192,9 @@ STOOL = Domain("stool", "Bar stool", (
     ParamDef("ring_z", "footrest", "height", "cm", 15, 45, 25, (2, 5, 10), "height of the footrest above the floor"),
 ), (
     Relation("footrest.height", "seat.height", 1.0, -15, "the footrest must sit at least 15 cm below the seat"),
-), _stool)
+), _stool, (("legs", ("seat.height", "seat.radius", "seat.thickness")),
+            ("footrest", ("seat.height", "seat.radius", "seat.thickness", "legs.count", "legs.thickness",
+                          "legs.splay"))))
 
 
 # ----------------------------------------------------------------------------- table lamp
@@ -223,7 +232,7 @@ LAMP = Domain("lamp", "Table lamp", (
     Relation("shade.top_radius", "shade.bottom_radius", 1.0, 0, "the shade narrows upwards (top ≤ bottom)"),
     Relation("shade.bottom_radius", "base.radius", 2.2, 0, "stability: the shade may overhang the base by at most 2.2×"),
     Relation("shade.height", "stem.height", 1.0, 0, "the shade must not reach the base"),
-), _lamp)
+), _lamp, (("stem", ("base.height",)), ("shade", ("base.height", "stem.height"))))
 
 
 # ----------------------------------------------------------------------------- mug
@@ -257,7 +266,7 @@ MUG = Domain("mug", "Mug", (
     ParamDef("handle_off", "handle", "reach", "cm", 1.5, 4, 2.5, (0.3, 0.6, 1.2), "how far the handle sticks out from the body"),
 ), (
     Relation("handle.size", "body.height", 1.0, -1.5, "the handle must fit on the body"),
-), _mug)
+), _mug, (("handle", ("body.height", "body.radius", "body.wall", "body.taper")),))
 
 
 # ----------------------------------------------------------------------------- bottle
@@ -266,11 +275,15 @@ def _bottle(v: dict[str, float]) -> Model:
     m = Model()
     Hb, R, hs = v["body.height"], v["body.radius"], v["shoulder.height"]
     hn, rn, hc = v["neck.height"], v["neck.radius"], v["cap.height"]
-    prof = [(0, 0), (R - 0.4, 0), (R, 0.4), (R, Hb)]
+    m.add("body", G.revolve([(0, 0), (R - 0.4, 0), (R, 0.4), (R, Hb), (0, Hb)]), f"revolve(body r={_f(R)}, h={_f(Hb)})")
+    prof = [(0, Hb - 0.2), (R, Hb - 0.2), (R, Hb)]
     for u in np.linspace(0, 1, 8)[1:]:
         prof.append((rn + (R - rn) * 0.5 * (1 + np.cos(np.pi * u)), Hb + hs * u))
-    prof += [(rn, Hb + hs + hn), (0, Hb + hs + hn)]
-    m.add("body", G.revolve(prof), f"revolve(body r={_f(R)}, h={_f(Hb)}, shoulder {_f(hs)}, neck r={_f(rn)} h={_f(hn)})")
+    prof.append((0, Hb + hs))
+    m.add("shoulder", G.revolve(prof), f"revolve(shoulder r={_f(R)}→{_f(rn)}, h={_f(hs)})")
+    z0 = Hb + hs - 0.2
+    m.add("neck", G.revolve([(0, z0), (rn, z0), (rn, Hb + hs + hn), (0, Hb + hs + hn)]),
+          f"revolve(neck r={_f(rn)}, h={_f(hn)})")
     z = Hb + hs + hn - 0.3
     m.add("cap", G.revolve([(0, z), (rn + 0.25, z), (rn + 0.25, z + hc), (0, z + hc)]), f"revolve(cap r={_f(rn + 0.25)}, h={_f(hc)})")
     return m
@@ -285,7 +298,8 @@ BOTTLE = Domain("bottle", "Bottle", (
     ParamDef("cap_h", "cap", "height", "cm", 0.8, 4, 1.5, (0.3, 0.6, 1.2), "height of the cap"),
 ), (
     Relation("neck.radius", "body.radius", 0.8, 0, "the neck must be narrower than the body"),
-), _bottle)
+), _bottle, (("shoulder", ("body.height", "body.radius", "neck.radius")), ("neck", ("body.height", "shoulder.height")),
+             ("cap", ("body.height", "shoulder.height", "neck.height", "neck.radius"))))
 
 
 DOMAINS: dict[str, Domain] = {d.name: d for d in (CHAIR, STOOL, LAMP, MUG, BOTTLE)}

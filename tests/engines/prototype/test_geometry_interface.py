@@ -53,6 +53,23 @@ def test_untouched_components_keep_identical_geometry():
     assert not np.array_equal(a.parts["backrest"][0].vertices, b.parts["backrest"][0].vertices)
 
 
+@pytest.mark.parametrize("name", list(DOMAINS))
+def test_every_single_edit_is_local(name):
+    d, s = DOMAINS[name], hand_spec(name)
+    base = d.build(d.defaults())
+    for p in d.params:
+        if p.kind != "float":
+            continue
+        c = compile_program(s, d.defaults(), [Adjust(target=p.id, dir="+", mag="slight")])
+        if not c.ok:
+            continue
+        reach = set().union(*(d.reached_by(ch.target) for ch in c.changes))
+        other = d.build(c.state)
+        for comp, meshes in base.parts.items():
+            if comp not in reach:
+                assert all(np.array_equal(a.vertices, b.vertices) for a, b in zip(meshes, other.parts[comp])), (p.id, comp)
+
+
 def test_out_of_range_and_contradictions_are_refused_and_leave_the_model_unchanged():
     s, d = hand_spec("chair"), get_domain("chair")
     c = compile_program(s, d.defaults(), [SetOp(target="seat.height", value=90)])
