@@ -17,7 +17,7 @@ def gap_figure(res: dict, title: str = "Exact edit-set match by gap type"):
     for i, r in enumerate(runs):
         vals = [100 * (r["overall"]["exact"] if t == "all" else r["by_tag"].get(t, {}).get("exact", np.nan)) for t in tags]
         ax.bar(x + (i - (len(runs) - 1) / 2) * w, vals, w, label=r["label"])
-    ax.set_xticks(x, [f"{t}\n(n={res['n'] if t == 'all' else runs[0]['by_tag'].get(t, {}).get('n', 0)})" for t in tags], fontsize=8)
+    ax.set_xticks(x, [f"{t}\n(n={int(res['n'] if t == 'all' else runs[0]['by_tag'].get(t, {}).get('n', 0))})" for t in tags], fontsize=8)
     ax.set_ylabel("exact match (%)")
     ax.set_ylim(0, 105)
     ax.set_title(title + f" — {res['split']} split, {res['n']} instructions", fontsize=10)

@@ -49,7 +49,7 @@ def main():
               f"{_pct(iface['overall']['exact'])} vs {_pct(hand['overall']['exact'])} = {100 * ratio:.0f}%", ratio >= 0.9)
     lex = iface["by_tag"].get("lexical", {}).get("exact", 0.0)
     rep.claim("Spec acceptance 3: interface exact match ≥ 70% on the lexical subset",
-              "—", f"{_pct(lex)} (n={iface['by_tag'].get('lexical', {}).get('n', 0)})", lex >= 0.70)
+              "—", f"{_pct(lex)} (n={int(iface['by_tag'].get('lexical', {}).get('n', 0))})", lex >= 0.70)
     rep.figure(gap_figure(res), "gaps", "Exact edit-set match per gap type on the held-out test split (embedding mappers).")
     rep.figure(error_figure(res), "errors", "Over- and under-specification per mapper (test split).")
 
