@@ -32,7 +32,8 @@ API_NAMES: dict[str, set[str]] = {
 
     "moex": set(),
 
-    "prototype": set(),
+    "prototype": {"prototype_apply", "prototype_run_program", "prototype_undo", "prototype_redo", "prototype_reset",
+                  "prototype_spec", "prototype_specify", "prototype_benchmark", "prototype_stop"},
 
     "slug": set(),
 

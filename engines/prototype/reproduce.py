@@ -1,0 +1,169 @@
+"""``make reproduce METHOD=prototype``: measure the issue's claims and the spec's acceptance checks.
+
+All accuracy numbers are on the held-out test split, which development never looked at.
+"""
+from __future__ import annotations
+
+import json
+import statistics
+import time
+
+import numpy as np
+
+from engines.common.results import RESULTS_DIR, Report
+
+LLM_PER_DOMAIN = 4  # SmolLM2 on 2 shared CPU cores: a seeded subset of the test split
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.1f}%"
+
+
+def main():
+    from . import dataset
+    from .benchmark import run_benchmark
+    from .domains import DOMAINS
+    from .encoder import get_encoder
+    from .plots import error_figure, gap_figure
+    from .specification import specify
+    from .specs import get_spec
+    from .studio import interpret, realise
+
+    rep = Report("prototype", "Prompt-to-prototype (Shi et al., ICML 2025)")
+
+    # Claims 1 and 3: embedding mappers on the whole test split.
+    emb = run_benchmark({"split": "test", "mappers": ["interface", "flat"], "spec_sources": ["induced", "hand"]})
+    res = json.loads(emb.model_dump_json())
+    runs = {(r["mapper"], r["spec_source"]): r for r in res["runs"]}
+    iface, hand, flat = runs[("interface", "induced")], runs[("interface", "hand")], runs[("flat", "raw")]
+    gain = iface["overall"]["exact"] - flat["overall"]["exact"]
+    rep.claim("Embedding mapper (MiniLM): interface beats raw parameters by ≥ 10 points exact match, "
+              "with a lower unintended-edit rate",
+              "interface improves targeted control (abstract; no number recovered)",
+              f"exact {_pct(iface['overall']['exact'])} vs {_pct(flat['overall']['exact'])} (+{100 * gain:.1f} pts); "
+              f"unintended {_pct(iface['overall']['over'])} vs {_pct(flat['overall']['over'])} (n={res['n']})",
+              gain >= 0.10 and iface["overall"]["over"] < flat["overall"]["over"])
+    ratio = iface["overall"]["exact"] / max(hand["overall"]["exact"], 1e-9)
+    rep.claim("Automatically specified interface reaches ≥ 90% of the hand-written spec's exact match",
+              "automated domain specification (abstract)",
+              f"{_pct(iface['overall']['exact'])} vs {_pct(hand['overall']['exact'])} = {100 * ratio:.0f}%", ratio >= 0.9)
+    lex = iface["by_tag"].get("lexical", {}).get("exact", 0.0)
+    rep.claim("Spec acceptance 3: interface exact match ≥ 70% on the lexical subset",
+              "—", f"{_pct(lex)} (n={int(iface['by_tag'].get('lexical', {}).get('n', 0))})", lex >= 0.70)
+    rep.figure(gap_figure(res), "gaps", "Exact edit-set match per gap type on the held-out test split (embedding mappers).")
+    rep.figure(error_figure(res), "errors", "Over- and under-specification per mapper (test split).")
+
+    # Claim 2: LLM mappers (SmolLM2-135M, grammar-constrained) on a seeded test subset.
+    t = time.perf_counter()
+    llm = run_benchmark({"split": "test", "mappers": ["llm_interface", "llm_flat"], "spec_sources": ["induced"],
+                         "limit": LLM_PER_DOMAIN})
+    lres = json.loads(llm.model_dump_json())
+    lr = {r["mapper"]: r for r in lres["runs"]}
+    li, lf = lr["llm_interface"], lr["llm_flat"]
+    lgain = li["overall"]["exact"] - lf["overall"]["exact"]
+    rep.claim("LLM mapper (SmolLM2-135M, offline): interface beats raw parameters by ≥ 10 points exact match, "
+              "with a lower unintended-edit rate",
+              "interface as an auxiliary module for LLMs (abstract)",
+              f"exact {_pct(li['overall']['exact'])} vs {_pct(lf['overall']['exact'])} (+{100 * lgain:.1f} pts); "
+              f"unintended {_pct(li['overall']['over'])} vs {_pct(lf['overall']['over'])} "
+              f"(n={lres['n']}, {time.perf_counter() - t:.0f} s)",
+              lgain >= 0.10 and li["overall"]["over"] < lf["overall"]["over"])
+
+    # Claim 4: every executed interface program yields valid, watertight geometry within ranges.
+    from .benchmark import execute, make_mapper
+
+    enc = get_encoder()
+    n_valid = n_exec = 0
+    for r in dataset.load("test"):
+        dom = DOMAINS[r["domain"]]
+        spec = get_spec(r["domain"], "induced")
+        after = execute("interface", make_mapper("interface", r["domain"], spec, enc), spec, r["text"], dom.defaults())
+        if after != dom.defaults():
+            n_exec += 1
+            n_valid += realise(dom, after)[0].valid
+    rng = np.random.default_rng(0)
+    n_samp = ok_samp = 0
+    times = []
+    for dom in DOMAINS.values():
+        for _ in range(100):
+            st = {p.id: float(rng.uniform(p.lo, p.hi)) if p.kind == "float" else float(rng.integers(p.lo, p.hi + 1))
+                  for p in dom.params}
+            if not all(rel.holds(st) for rel in dom.relations):
+                continue
+            t0 = time.perf_counter()
+            ok_samp += realise(dom, st)[0].valid
+            times.append(time.perf_counter() - t0)
+            n_samp += 1
+    rep.claim("Every executed program yields valid, watertight geometry within the declared ranges",
+              "—", f"{n_valid}/{n_exec} executed test programs; {ok_samp}/{n_samp} random in-range models "
+              f"(build+union median {1000 * statistics.median(times):.0f} ms)",
+              n_valid == n_exec and ok_samp == n_samp)
+
+    # Claim 5: round trip (interpret + rebuild + export GLB/STL) ≤ 2 s on CPU with the embedding mapper.
+    texts = [("chair", "make the backrest taller and a bit more reclined, keep the seat as is"),
+             ("lamp", "make the shade much taller without touching the stem"), ("mug", "take off the handle"),
+             ("bottle", "make it more slender and graceful"), ("stool", "give it three legs")]
+    interpret({"domain": "chair", "instruction": "make the seat wider"})  # warm: MiniLM loaded once per process
+    rt = []
+    for d, tx in texts * 2:
+        t0 = time.perf_counter()
+        interpret({"domain": d, "instruction": tx})
+        rt.append(time.perf_counter() - t0)
+    rep.claim("Instruction round trip (interpret + rebuild + export) ≤ 2 s on CPU, embedding mapper",
+              "—", f"median {statistics.median(rt):.2f} s, max {max(rt):.2f} s over {len(rt)} (shared 2-core machine, warm)",
+              max(rt) <= 2.0)
+
+    # Spec acceptance 4: domain specification quality and determinism.
+    q = {d: get_spec(d, "induced")["induction"]["quality"] for d in DOMAINS}
+    ari = statistics.mean(v["ari"] for v in q.values())
+    cov = statistics.mean(v["coverage"] for v in q.values())
+    again = specify(dataset.load("dev"), enc)
+    same = all(again[d][k] == get_spec(d, "induced")[k] for d in DOMAINS for k in ("components", "operations", "macros"))
+    rep.claim("Spec acceptance 4: induced clusters ARI ≥ 0.6 vs hand labels; ≥ 90% of parameters linked; deterministic",
+              "—", f"ARI {ari:.2f} (per domain " + ", ".join(f"{d} {v['ari']:.2f}" for d, v in q.items())
+              + f"); coverage {_pct(cov)}; same result on a re-run: {same}", ari >= 0.6 and cov >= 0.9 and same)
+
+    # Spec acceptance 2: compiler locality.
+    from .interface import Adjust, compile_program
+
+    loc_ok = loc_n = 0
+    for dom in DOMAINS.values():
+        spec = get_spec(dom.name, "hand")
+        base = dom.build(dom.defaults())
+        for p in dom.params:
+            if p.kind != "float":
+                continue
+            c = compile_program(spec, dom.defaults(), [Adjust(target=p.id, dir="+", mag="slight")])
+            if not c.ok:
+                continue
+            changed = {ch.target for ch in c.changes}
+            other = dom.build(c.state)
+            reach = set().union(*(dom.reached_by(t) for t in changed))
+            same_geo = all(np.array_equal(a.vertices, b.vertices) for comp in base.parts if comp not in reach
+                           for a, b in zip(base.parts[comp], other.parts.get(comp, [])))
+            loc_n += 1
+            loc_ok += changed <= {p.id} | {n.split(" ")[0] for n in c.notes} and same_geo
+    rep.claim("Spec acceptance 2: a single-target program changes only that parameter (and constraint dependents); "
+              "components neither named nor attached to it keep identical geometry (IoU = 1)", "—", f"{loc_ok}/{loc_n} single-edit programs",
+              loc_ok == loc_n)
+
+    lines = ["## Detail", "", "| mapper | exact | unintended | missed | target F1 | direction | magnitude | "
+             "unseen-wording exact | s/instruction |", "|---|---|---|---|---|---|---|---|---|"]
+    for r in res["runs"] + lres["runs"]:
+        o = r["overall"]
+        lines.append(f"| {r['label']} | {_pct(o['exact'])} | {_pct(o['over'])} | {_pct(o['under'])} | {o['f1']:.2f} | "
+                     f"{_pct(o['direction'])} | {_pct(o['magnitude'])} | {_pct(r['unseen_wording'].get('unseen', 0))} | "
+                     f"{r['seconds_per_instruction']:.2f} |")
+    lines += ["", f"Embedding rows: all {res['n']} test instructions; SmolLM2 rows: {lres['n']} "
+              f"({LLM_PER_DOMAIN} per domain, seeded). All figures are this project's CPU-scale measurements on its own "
+              "instruction set; the paper's tables could not be read, so no number above is the paper's.",
+              "", "Domain specification quality (dev corpus): " + "; ".join(
+                  f"{d}: {v['clusters']} clusters, ARI {v['ari']:.2f}, purity {v['purity']:.2f}, coverage {_pct(v['coverage'])}"
+                  for d, v in q.items())]
+    rep.section("\n".join(lines))
+    (RESULTS_DIR / "prototype_benchmark.json").write_text(json.dumps({"embedding": res, "llm": lres}, indent=1))
+    return rep.write()
+
+
+if __name__ == "__main__":
+    main()
