@@ -205,6 +205,8 @@ METHODS: list[MethodSpec] = [
         entries={
             "regret_curves": Entry("engines.kl_bandits.experiment:regret_curves", "engines.kl_bandits.params:RegretCurvesParams"),
             "eta_sweep": Entry("engines.kl_bandits.experiment:eta_sweep", "engines.kl_bandits.params:EtaSweepParams"),
+            # Paper-scale path: an LLM as π₀ (SmolLM2 offline, any causal LM by id); GPU queue.
+            "rlhf": Entry("engines.kl_bandits.rlhf:rlhf_loop", "engines.kl_bandits.params:RLHFParams", queue="gpu"),
         },
         claims=(
             Claim("KL-UCB regret fits a + b·log T (R² ≥ 0.95)", _repro("kl_bandits")),

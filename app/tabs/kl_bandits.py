@@ -7,7 +7,7 @@ from __future__ import annotations
 import gradio as gr
 
 from engines.kl_bandits.params import METHOD_LABELS
-from engines.kl_bandits.plots import eta_figure, policy_figure, regret_figure
+from engines.kl_bandits.plots import eta_figure, policy_figure, regret_figure, rlhf_figure
 
 from ..bridge import JobRun, cancel_job
 
@@ -47,6 +47,23 @@ def run_eta_sweep(env, horizon, dim, arms, noise, beta, seeds, reference, progre
     yield job.id, eta_figure(res), f"η sweep done in {res['elapsed_s']:.1f} s."
 
 
+def run_rlhf(prompts, preference, rounds, candidates, eta, beta, progress=gr.Progress()):
+    lines = tuple(s.strip() for s in (prompts or "").splitlines() if s.strip())
+    if not lines:
+        raise gr.Error("Give at least one prompt (one per line).", title="No prompts")
+    params = dict(prompts=lines, preference=preference, rounds=int(rounds), candidates=int(candidates),
+                  eta=eta, beta=beta)
+    job = JobRun(METHOD_ID, "rlhf", params)
+    yield job.id, gr.skip(), gr.skip(), f"Job {job.id[:8]} queued (loads the language model first)…"
+    res = job.wait(progress)
+    rows = [[r["round"], r["prompt"], m, r["chosen"][m], round(r["true_reward"][m], 3)]
+            for r in res["rounds"] for m in res["methods"]]
+    final = {m: v[-1] for m, v in res["cumulative_regret"].items()}
+    yield (job.id, rlhf_figure(res), rows,
+           "Final KL regret: " + ", ".join(f"{m} {v:.2f}" for m, v in final.items())
+           + f" ({res['elapsed_s']:.0f} s).")
+
+
 def build() -> None:
     """Create the tab's components inside the current Blocks context."""
     gr.Markdown(
@@ -81,6 +98,28 @@ def build() -> None:
             summary = gr.Dataframe(headers=SUMMARY_HEADERS, label="Fits", interactive=False)
             policy_plot = gr.Plot(label="Policy on one context")
             eta_plot = gr.Plot(label="Final regret against η")
+    with gr.Accordion("LLM instantiation (paper-scale path): π₀ is a language model", open=False):
+        gr.Markdown(
+            "The Gibbs policy over a language model, made concrete by **soft best-of-N**: sample N answers "
+            "from π₀ and play one with probability ∝ exp(η·R̃). R̃ is optimistic (mean + β·std of an "
+            "ensemble of reward heads on answer embeddings); the true reward, hidden from the learner, is "
+            "linear in those embeddings and prefers the *preference* text. π₀ is SmolLM2-135M-Instruct "
+            "offline (`PAPERLAB_LLM_MODEL` selects another model); this runs on the `gpu` queue and takes "
+            "minutes on a CPU."
+        )
+        with gr.Row():
+            rl_prompts = gr.Textbox("Describe the sea in one sentence.\nGive me one tip for a rainy day.",
+                                    lines=3, label="Prompts (one per line)")
+            rl_pref = gr.Textbox("a cheerful, sunny and happy answer", label="Hidden preference (defines R*)")
+        with gr.Row():
+            rl_rounds = gr.Slider(5, 200, value=20, step=1, label="Rounds")
+            rl_n = gr.Slider(2, 32, value=8, step=1, label="Candidates N")
+            rl_eta = gr.Slider(1, 100, value=20, step=1, label="η")
+            rl_beta = gr.Slider(0, 3, value=1, step=0.1, label="β")
+        rl_run = gr.Button("Run LLM loop")
+        rl_plot = gr.Plot(label="LLM loop regret")
+        rl_table = gr.Dataframe(headers=["round", "prompt", "method", "answer played", "true reward"],
+                                label="Answers played", interactive=False, wrap=True)
     gr.Examples(
         [["linear", 5, 5000, 8, 20, 0.1, 1.0, 3, "uniform"],
          ["hard", 5, 16000, 8, 10, 0.1, 1.0, 3, "uniform"],
@@ -92,7 +131,9 @@ def build() -> None:
                    [job_id, regret_plot, policy_plot, summary, status], api_name="kl_bandits_run")
     ev2 = sweep.click(run_eta_sweep, [env, horizon, dim, arms, noise, beta, seeds, reference],
                       [job_id, eta_plot, status], api_name="kl_bandits_eta_sweep")
-    stop.click(cancel_job, job_id, status, cancels=[ev, ev2], api_name="kl_bandits_stop")
+    ev3 = rl_run.click(run_rlhf, [rl_prompts, rl_pref, rl_rounds, rl_n, rl_eta, rl_beta],
+                       [job_id, rl_plot, rl_table, status], api_name="kl_bandits_rlhf")
+    stop.click(cancel_job, job_id, status, cancels=[ev, ev2, ev3], api_name="kl_bandits_stop")
 
 
 if __name__ == "__main__":

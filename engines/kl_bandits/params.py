@@ -60,3 +60,40 @@ class EtaSweepParams(EnvParams):
         if bad:
             raise ValueError(f"every η must lie in [0.1, 500]; got {bad}")
         return tuple(sorted(v))
+
+
+DEFAULT_PROMPTS = (
+    "Describe the sea in one sentence.",
+    "Write a short greeting for a friend.",
+    "Say something about your weekend.",
+    "Give me one tip for a rainy day.",
+)
+
+
+class RLHFParams(Params):
+    """The LLM instantiation (spec §5): π₀ is a chat model, the Gibbs policy is soft best-of-N."""
+
+    policy_model: str = Field("", max_length=200, description="hub id or local path of π₀; empty = SmolLM2-135M-Instruct")
+    prompts: tuple[str, ...] = Field(DEFAULT_PROMPTS, min_length=1, max_length=32)
+    preference: str = Field("a cheerful, sunny and happy answer", min_length=2, max_length=300,
+                            description="hidden text defining the true reward R* (cosine of embeddings)")
+    rounds: int = Field(30, ge=2, le=500)
+    candidates: int = Field(8, ge=2, le=64, description="N responses sampled from π₀ per round")
+    eta: float = Field(20.0, ge=0.1, le=200.0)
+    beta: float = Field(1.0, ge=0.0, le=10.0)
+    ensemble: int = Field(5, ge=2, le=20, description="reward heads E")
+    feature_dim: int = Field(8, ge=2, le=64, description="d: principal directions of the response embeddings")
+    noise: float = Field(0.05, ge=0.0, le=1.0)
+    max_new_tokens: int = Field(24, ge=4, le=128)
+    temperature: float = Field(1.0, ge=0.1, le=2.0)
+    seed: int = Field(0, ge=0, le=2**31 - 1)
+
+    @field_validator("prompts")
+    @classmethod
+    def _nonempty(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        v = tuple(s.strip() for s in v if s.strip())
+        if not v:
+            raise ValueError("give at least one non-empty prompt")
+        if any(len(s) > 500 for s in v):
+            raise ValueError("prompts must be at most 500 characters")
+        return v

@@ -99,3 +99,35 @@ def eta_figure(res: dict):
     ax.legend(fontsize=8)
     fig.tight_layout()
     return fig
+
+
+RLHF_COLORS = {"kl_ucb": COLORS["kl_ucb"], "kl_greedy": COLORS["kl_greedy"], "reference": "#7f7f7f"}
+
+
+def rlhf_figure(res: dict):
+    """Cumulative KL-regularised regret of the LLM loop (soft best-of-N) per method."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    from .rlhf import METHODS
+
+    fig, axes = plt.subplots(1, 2, figsize=(11, 3.6))
+    for m, cum in res["cumulative_regret"].items():
+        t = np.arange(1, len(cum) + 1)
+        axes[0].plot(t, cum, "o-", ms=2, color=RLHF_COLORS[m], label=METHODS[m])
+    axes[0].set_xlabel("round")
+    axes[0].set_ylabel("cumulative KL regret (candidate set)")
+    axes[0].set_title(f"π₀ = {res['policy_model']}", fontsize=9)
+    axes[0].grid(alpha=0.3)
+    axes[0].legend(fontsize=8)
+    b = res["mean_bonus"]
+    axes[1].plot(np.arange(1, len(b) + 1), b, color=COLORS["kl_ucb"])
+    axes[1].set_xlabel("round")
+    axes[1].set_ylabel("ensemble std on candidates")
+    axes[1].set_title("KL-UCB's optimism shrinks as data arrive", fontsize=9)
+    axes[1].grid(alpha=0.3)
+    fig.tight_layout()
+    return fig

@@ -28,7 +28,7 @@ API_NAMES: dict[str, set[str]] = {
 
     "emloc": set(),
 
-    "kl_bandits": {"kl_bandits_run", "kl_bandits_eta_sweep", "kl_bandits_stop"},
+    "kl_bandits": {"kl_bandits_run", "kl_bandits_eta_sweep", "kl_bandits_rlhf", "kl_bandits_stop"},
 
     "moex": set(),
 
