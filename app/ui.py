@@ -28,7 +28,7 @@ def _landing_extras() -> None:
 
 def build_demo() -> gr.Blocks:
     with gr.Blocks(title="Paperlab") as demo:
-        with gr.Tabs():
+        with gr.Tabs(overflow_behavior="wrap"):
             with gr.Tab("Papers", id="landing"):
                 gr.HTML(landing_html(), elem_id="landing")
                 _landing_extras()
