@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -14,6 +13,8 @@ from contextlib import closing
 from pathlib import Path
 
 import pytest
+
+from workers.embedded import stop_process_group
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = os.environ.get("PAPERLAB_CHROMIUM", "/usr/bin/chromium")
@@ -52,17 +53,7 @@ def wait_http(url: str, timeout: float = 60.0, proc: subprocess.Popen | None = N
 
 
 def stop(proc: subprocess.Popen, timeout: float = 10) -> None:
-    if proc.poll() is not None:
-        return
-    try:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(timeout)
-    except (subprocess.TimeoutExpired, ProcessLookupError):
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        proc.wait()
+    stop_process_group(proc, timeout)
 
 
 def spawn(args: list[str], env: dict, log: Path) -> subprocess.Popen:

@@ -29,6 +29,21 @@ def worker_command(s: Settings, parent_pid: int | None = None) -> list[str]:
     return cmd + (["--parent", str(parent_pid)] if parent_pid else [])
 
 
+
+def stop_process_group(p: subprocess.Popen, timeout: float = 10.0) -> None:
+    """SIGTERM the process group led by ``p`` (started with ``start_new_session``), SIGKILL after ``timeout``."""
+    if p.poll() is not None:
+        return
+    try:
+        os.killpg(p.pid, signal.SIGTERM)
+        p.wait(timeout)
+    except (subprocess.TimeoutExpired, ProcessLookupError):
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        p.wait()
+
 class EmbeddedWorker:
     def __init__(self, settings: Settings | None = None, log_path: Path | None = None):
         self.settings = settings or get_settings()
@@ -47,17 +62,8 @@ class EmbeddedWorker:
 
     def stop(self, timeout: float = 10.0) -> None:
         p, self.proc = self.proc, None
-        if p is None or p.poll() is not None:
-            return
-        try:
-            os.killpg(p.pid, signal.SIGTERM)
-            p.wait(timeout)
-        except (subprocess.TimeoutExpired, ProcessLookupError):
-            try:
-                os.killpg(p.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            p.wait()
+        if p is not None:
+            stop_process_group(p, timeout)
 
     @property
     def alive(self) -> bool:
