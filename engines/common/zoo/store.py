@@ -92,11 +92,13 @@ def build(name: str, config: ZooConfig | dict | None = None, ctx: Any = None, fo
         try:
             mod = importlib.import_module(f"engines.common.zoo.{e.module}")
             progress(0.0, f"training zoo model {name}")
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             metrics = mod.train(cfg, tmp, progress) or {}
             meta = {
                 "name": name, "hash": h, "version": e.version, "config": cfg.model_dump(mode="json"),
                 "train_seconds": round(time.perf_counter() - t0, 1), "metrics": metrics,
+                # CPU seconds of all threads: on a shared machine wall time overstates the cost.
+                "train_cpu_seconds": round(time.process_time() - c0, 1), "threads": _threads(),
                 "built_at": time.strftime("%Y-%m-%d %H:%M:%S"),
             }
             (tmp / "zoo.json").write_text(json.dumps(meta, indent=1))
@@ -107,6 +109,13 @@ def build(name: str, config: ZooConfig | dict | None = None, ctx: Any = None, fo
             shutil.rmtree(tmp, ignore_errors=True)
         progress(1.0, f"zoo model {name} built")
     return d
+
+
+def _threads() -> int | None:
+    import sys
+
+    torch = sys.modules.get("torch")
+    return torch.get_num_threads() if torch is not None else None
 
 
 _SHARED: dict[tuple, Any] = {}

@@ -28,7 +28,8 @@ def bpe_vocab_path() -> Path:
     return path
 
 
-def _bytes_to_unicode() -> dict[int, str]:
+def bytes_to_unicode() -> dict[int, str]:
+    """GPT-2's reversible byte → printable-unicode map that byte-level BPE vocabularies (CLIP's too) use."""
     bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
     cs = bs[:]
     n = 0
@@ -40,11 +41,14 @@ def _bytes_to_unicode() -> dict[int, str]:
     return dict(zip(bs, [chr(c) for c in cs]))
 
 
+_bytes_to_unicode = bytes_to_unicode
+
+
 @lru_cache(maxsize=1)
 def clip_vocab_and_merges() -> tuple[dict[str, int], list[tuple[str, str]]]:
     lines = gzip.open(bpe_vocab_path()).read().decode("utf-8").split("\n")
     merges = [tuple(m.split()) for m in lines[1 : 49152 - 256 - 2 + 1]]
-    symbols = list(_bytes_to_unicode().values())
+    symbols = list(bytes_to_unicode().values())
     vocab = symbols + [s + "</w>" for s in symbols] + ["".join(m) for m in merges]
     vocab += ["<|startoftext|>", "<|endoftext|>"]
     assert len(vocab) == VOCAB_SIZE

@@ -1,0 +1,85 @@
+"""Landing-page section: which shared zoo models are built, their measured metrics, and a build button.
+
+Imports no torch: the table comes from ``engines.common.zoo.status()`` (files on disk); building runs
+as a job (the INTERNAL registry entry ``zoo`` / ``build``) through the job backend.
+"""
+from __future__ import annotations
+
+import gradio as gr
+
+from engines.common import zoo
+
+from .bridge import JobRun, cancel_job
+
+HEADERS = ["model", "built", "source", "metrics", "train time", "cache directory"]
+
+# The metrics worth a glance, in display order (others are kept in zoo.json).
+_SHOWN = {
+    "minicanvas_object": "objects", "minicanvas_style": "styles", "digits": "digits", "fashion_mnist": "fashion",
+    "test_accuracy": "test acc", "test_mae": "MAE", "judge_object": "judge object", "judge_style": "judge style",
+    "final_loss": "loss",
+}
+
+
+def _fmt_metrics(metrics: dict) -> str:
+    parts = []
+    for key, label in _SHOWN.items():
+        v = metrics.get(key)
+        if isinstance(v, (int, float)):
+            parts.append(f"{label} {v:.1%}" if ("acc" in key or key.startswith(("minicanvas", "judge")) or key in ("digits", "fashion_mnist"))
+                         and key != "final_loss" else f"{label} {v:.3g}")
+    return ", ".join(parts)
+
+
+def status_rows() -> list[list]:
+    """One row per zoo model of the current profile (read from disk; cheap)."""
+    rows = []
+    for r in zoo.status():
+        built = {True: "yes", False: "no", None: "package"}[r["built"]]
+        secs = r.get("train_seconds")
+        rows.append([r["name"], built, r["source"], _fmt_metrics(r.get("metrics") or {}),
+                     f"{secs:.0f} s" if isinstance(secs, (int, float)) else "", r["path"]])
+    return rows
+
+
+def _table() -> dict:
+    return {"headers": HEADERS, "data": status_rows()}
+
+
+def build_model(name: str, force: bool = False, progress=gr.Progress()):
+    """Train and cache one zoo model as a job; streams progress, then the refreshed table."""
+    if name not in zoo.NAMES:
+        raise gr.Error(f"unknown zoo model {name!r}; choose from {', '.join(zoo.NAMES)}", title="Invalid model")
+    if zoo.is_built(name) and not force:
+        yield None, _table(), f"{name} is already built ({zoo.model_dir(name)})"
+        return
+    job = JobRun("zoo", "build", {"name": name, "force": bool(force)})
+    yield job.id, gr.skip(), f"building {name} (job {job.id[:8]}) …"
+    res = job.wait(progress)
+    yield job.id, _table(), f"{name} built in {res.get('train_seconds') or 0:.0f} s → {res['path']}"
+
+
+def build() -> None:
+    with gr.Accordion("Model zoo: shared tiny models", open=False, elem_id="zoo-status"):
+        gr.Markdown(
+            "Methods that need CLIP or Stable Diffusion load small stand-ins trained here once and cached "
+            "(`engines.common.zoo.load`). A model that is not built yet is trained on first use; build it "
+            "ahead of time here. Measured claims: [docs/results/zoo.md](/gradio_api/file=docs/results/zoo.md)."
+        )
+        table = gr.Dataframe(value=_table(), headers=HEADERS, interactive=False, wrap=True, label="zoo models")
+        with gr.Row():
+            name = gr.Dropdown(zoo.NAMES, value=zoo.NAMES[0], label="model", scale=2)
+            force = gr.Checkbox(False, label="rebuild even if cached", scale=1)
+            build_btn = gr.Button("Build", variant="primary", scale=1)
+            refresh = gr.Button("Refresh", scale=1)
+            stop = gr.Button("Stop", variant="stop", scale=1)
+        status = gr.Textbox(label="zoo build status", interactive=False)
+        job_id = gr.State(None)
+    # Not public API names: tests/app/api_names.py pins the paper methods' endpoints only.
+    ev = build_btn.click(build_model, [name, force], [job_id, table, status], api_name="zoo_build",
+                         api_visibility="undocumented")
+    refresh.click(_table, None, table, api_name="zoo_status", api_visibility="undocumented")
+    root = gr.context.Context.root_block
+    if root is not None:  # refresh on every page load (a model may have been built since start-up)
+        root.load(_table, None, table, api_visibility="private", show_progress="hidden")
+    stop.click(cancel_job, job_id, status, cancels=[ev], api_name="zoo_stop", api_visibility="undocumented")
