@@ -27,22 +27,24 @@ def _path(ref: str | None):
 
 
 def _mask(sketch) -> list[list[float]] | None:
-    """A Sketchpad value -> a coarse 0/1 mask (≤ 64×64) of where something was drawn."""
+    """A Sketchpad value -> a coarse 0/1 mask (≤ 64×64) of where something was drawn: the union of the
+    stroke layers' alpha, or the non-white pixels of the composite when there are no layers."""
     import numpy as np
 
     if sketch is None:
         return None
-    img = sketch.get("composite") if isinstance(sketch, dict) else sketch
-    if img is None:
-        layers = sketch.get("layers") if isinstance(sketch, dict) else None
-        img = layers[0] if layers else None
-    if img is None:
-        return None
-    a = np.asarray(img if not isinstance(img, str) else _read(img), dtype=float)
-    if a.ndim == 3:
-        drawn = a[..., 3] > 0 if a.shape[-1] == 4 else a[..., :3].mean(-1) < 200
-    else:
-        drawn = a < 200
+    layers = [l for l in (sketch.get("layers") or []) if l is not None] if isinstance(sketch, dict) else []
+    drawn = None
+    for layer in layers:
+        a = np.asarray(_read(layer) if isinstance(layer, str) else layer, dtype=float)
+        m = a[..., 3] > 0 if a.ndim == 3 and a.shape[-1] == 4 else (a.mean(-1) if a.ndim == 3 else a) < 200
+        drawn = m if drawn is None else drawn | m
+    if drawn is None:
+        img = sketch.get("composite") if isinstance(sketch, dict) else sketch
+        if img is None:
+            return None
+        a = np.asarray(_read(img) if isinstance(img, str) else img, dtype=float)
+        drawn = (a[..., :3].mean(-1) if a.ndim == 3 else a) < 200
     if not drawn.any():
         return None
     step = max(1, int(np.ceil(max(drawn.shape) / 64)))

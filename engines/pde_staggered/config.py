@@ -21,7 +21,7 @@ class Sizes:
     lr: float
 
 
-DEFAULT = Sizes(n=32, n_train=96, train_frames=40, n_test=24, width=4, steps=1200, batch=16, lr=2e-3)
+DEFAULT = Sizes(n=32, n_train=96, train_frames=40, n_test=24, width=4, steps=800, batch=16, lr=2e-3)
 TEST = Sizes(n=16, n_train=12, train_frames=12, n_test=4, width=2, steps=40, batch=8, lr=3e-3)
 
 

@@ -119,7 +119,7 @@ class StaggeredUNet(nn.Module):
 
     ``width`` counts fields: channels for p1, regular 8-channel fields for p4m."""
 
-    def __init__(self, group: str, physics: bool, width: int, scales: dict[str, float]):
+    def __init__(self, group: str, physics: bool, width: int, scales: dict[str, float], zero_head: bool = True):
         super().__init__()
         if group not in ("p1", "p4m"):
             raise ValueError(f"unknown group {group!r}")
@@ -131,6 +131,9 @@ class StaggeredUNet(nn.Module):
         else:
             self.lift = nn.Conv2d(5, c1, 3, padding=1)
             self.head = nn.Conv2d(c1, 5, 3, padding=1)
+        if zero_head:  # start as the identity map w(t+Δt) = w(t): stable rollouts from the first step
+            nn.init.zeros_(self.head.weight)
+            nn.init.zeros_(self.head.bias)
         self.e1, self.e2, self.mid = Block(group, c1, c1), Block(group, c1, c2), Block(group, c2, c2)
         self.d2, self.d1 = Block(group, 2 * c2, c2), Block(group, c2 + c1, c1)
         for k in ("zeta", "vel", "dzeta", "dvel"):
@@ -184,13 +187,13 @@ def n_params(m: nn.Module) -> int:
     return sum(p.numel() for p in m.parameters())
 
 
-def build(variant: str, width: int, scales: dict[str, float]) -> StaggeredUNet:
+def build(variant: str, width: int, scales: dict[str, float], zero_head: bool = True) -> StaggeredUNet:
     """p4m variants use ``width`` regular fields; p1 variants get the channel count that matches their
     parameter count (nearest, so the factorial comparison is at equal size)."""
     group, physics = parse_variant(variant)
     if group == "p4m":
-        return StaggeredUNet("p4m", physics, width, scales)
+        return StaggeredUNet("p4m", physics, width, scales, zero_head)
     target = n_params(StaggeredUNet("p4m", physics, width, scales))
     best = min(range(2, 12 * width + 2),
                key=lambda c: abs(n_params(StaggeredUNet("p1", physics, c, scales)) - target))
-    return StaggeredUNet("p1", physics, best, scales)
+    return StaggeredUNet("p1", physics, best, scales, zero_head)

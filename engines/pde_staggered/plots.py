@@ -19,7 +19,7 @@ def _lim(ref: np.ndarray) -> float:
     return float(max(np.abs(dev).max(), 1e-6))
 
 
-def animation_gif(fields: np.ndarray, names: list[str], scale: int = 4, every: int = 1) -> bytes:
+def animation_gif(fields: np.ndarray, names: list[str], scale: int | None = None, every: int = 1) -> bytes:
     """fields: (V, T+1, N, N) with row 0 the solver. One labelled panel per model, frames over time."""
     import matplotlib
     from PIL import Image, ImageDraw
@@ -28,6 +28,7 @@ def animation_gif(fields: np.ndarray, names: list[str], scale: int = 4, every: i
     f = _safe(fields)
     f = f - f[0, 0].mean()
     lim = _lim(fields[0])
+    scale = scale or max(4, 150 // f.shape[-1])
     n = f.shape[-1] * scale
     pad, top = 4, 16
     frames = []
@@ -56,7 +57,7 @@ def frame_figure(fields: np.ndarray, names: list[str], t: int):
     lim = _lim(fields[0])
     v = len(names)
     fig, axes = plt.subplots(2, v, figsize=(2.3 * v, 4.9), squeeze=False)
-    errmax = max(float(np.abs(f[1:, t] - f[0, t]).max()) if v > 1 else 0.0, 1e-6)
+    errmax = lim  # errors on the scale of ζ itself (a diverging model saturates instead of hiding the others)
     for i, name in enumerate(names):
         ax = axes[0, i]
         im = ax.imshow(f[i, t], cmap="RdBu_r", vmin=-lim, vmax=lim)
@@ -73,7 +74,7 @@ def frame_figure(fields: np.ndarray, names: list[str], t: int):
             a.set_yticks([])
     fig.colorbar(im, ax=axes[0, :].tolist(), shrink=0.8, label="ζ − mean")
     if v > 1:
-        fig.colorbar(im2, ax=axes[1, :].tolist(), shrink=0.8, label="|error|")
+        fig.colorbar(im2, ax=axes[1, :].tolist(), shrink=0.8, label="|error| (saturates at max |ζ − mean|)")
     return fig
 
 
