@@ -6,14 +6,15 @@ from __future__ import annotations
 
 import gradio as gr
 
-from engines.pde_staggered.params import (ALL_VARIANTS, ELEMENT_NAMES, IC_LABELS, MAX_HORIZON,
-                                          VARIANT_LABELS)
+from engines.pde_staggered.params import (ALL_VARIANTS, ELEMENT_NAMES, IC_LABELS, INS_ICS, MAX_HORIZON,
+                                          PROBLEM_LABELS, VARIANT_LABELS)
 
 from ..bridge import JobRun, cancel_job
 
 METHOD_ID = "pde_staggered"
 VARIANT_CHOICES = [(v, k) for k, v in VARIANT_LABELS.items()]
 IC_CHOICES = [(v, k) for k, v in IC_LABELS.items()]
+PROBLEM_CHOICES = [(v, k) for k, v in PROBLEM_LABELS.items()]
 DT_CHOICES = [0.25, 0.5, 1.0, 2.0]
 
 
@@ -58,10 +59,14 @@ def _read(path: str):
     return np.asarray(Image.open(path).convert("RGBA"))
 
 
-def _ic(ic, seed, bump_row, bump_col, bump_width, amplitude, dt, sketch) -> dict:
+def _ic(problem, ic, seed, bump_row, bump_col, bump_width, amplitude, dt, sketch) -> dict:
     if seed is None or amplitude is None:
         raise gr.Error("Seed and amplitude must be numbers.", title="Invalid parameters")
-    p = dict(ic=ic, seed=int(seed), bump_row=float(bump_row), bump_col=float(bump_col),
+    if problem == "ins" and ic not in INS_ICS:
+        raise gr.Error(f"Decaying turbulence starts from a random spectrum or a vortex pair, not from "
+                       f"'{IC_LABELS.get(ic, ic)}': pick one of those (or switch to shallow water).",
+                       title="Invalid initial condition")
+    p = dict(problem=problem, ic=ic, seed=int(seed), bump_row=float(bump_row), bump_col=float(bump_col),
              bump_width=float(bump_width), amplitude=float(amplitude), dt=float(dt))
     if ic == "drawn":
         m = _mask(sketch)
@@ -85,9 +90,15 @@ def _status(res: dict) -> str:
     err = ", ".join(f"{lab[v]} {res['nrmse'][v][-1]:.3f}" for v in res["variants"])
     div = [lab[v] for v in res["variants"] if res["diverged"][v] >= 0]
     note = f" Diverged (frozen at the last finite state): {', '.join(div)}." if div else ""
+    shown, conserved = res.get("shown", "ζ"), res.get("conserved", "mass")
+    if res.get("max_divergence"):
+        note += " **max |div u|**: " + ", ".join(f"{lab.get(k, k)} {x:.1e}" for k, x in res["max_divergence"].items()) + "."
+    sec = res["step_seconds"]
+    ms = ", ".join(f"{lab[v]} {1e3 * sec[v]:.1f}" for v in res["variants"])
     return (f"**Correlation time** (steps with ρ > {res['threshold']:g}, of {res['horizon']}): {ct}. "
-            f"**NRMSE(ζ) at step {res['horizon']}**: {err}. **Mass drift**: solver "
-            f"{res['final_mass_drift']['solver']:.1e}, {md}.{note} Done in {res['elapsed_s']:.1f} s.")
+            f"**NRMSE({shown}) at step {res['horizon']}**: {err}. **{conserved.capitalize()} drift**: solver "
+            f"{res['final_mass_drift']['solver']:.1e}, {md}.{note} **ms per step** (one state, CPU): solver "
+            f"{1e3 * sec['solver']:.2f}, {ms}. Done in {res['elapsed_s']:.1f} s.")
 
 
 def frame(res, t):
@@ -102,10 +113,10 @@ def frame(res, t):
         return frame_figure(d["zeta"], [str(s) for s in d["names"]], int(t))
 
 
-def run_rollout(ic, seed, bump_row, bump_col, bump_width, amplitude, dt, sketch, horizon, variants,
+def run_rollout(problem, ic, seed, bump_row, bump_col, bump_width, amplitude, dt, sketch, horizon, variants,
                 progress=gr.Progress()):
     params = dict(horizon=int(horizon), variants=_variants(variants),
-                  **_ic(ic, seed, bump_row, bump_col, bump_width, amplitude, dt, sketch))
+                  **_ic(problem, ic, seed, bump_row, bump_col, bump_width, amplitude, dt, sketch))
     job = JobRun(METHOD_ID, "rollout", params)
     yield job.id, gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip(), f"Job {job.id[:8]} queued…"
     res = job.wait(progress)
@@ -116,13 +127,13 @@ def run_rollout(ic, seed, bump_row, bump_col, bump_width, amplitude, dt, sketch,
            curves_figure(res), _status(res))
 
 
-def run_rotate(ic, seed, bump_row, bump_col, bump_width, amplitude, dt, sketch, element, steps, variants,
+def run_rotate(problem, ic, seed, bump_row, bump_col, bump_width, amplitude, dt, sketch, element, steps, variants,
                progress=gr.Progress()):
     if element not in ELEMENT_NAMES:
         raise gr.Error(f"Unknown symmetry {element!r}: pick one of {', '.join(ELEMENT_NAMES)}.",
                        title="Invalid parameters")
     params = dict(element=ELEMENT_NAMES.index(element), steps=int(steps), variants=_variants(variants),
-                  **_ic(ic, seed, bump_row, bump_col, bump_width, amplitude, dt, sketch))
+                  **_ic(problem, ic, seed, bump_row, bump_col, bump_width, amplitude, dt, sketch))
     job = JobRun(METHOD_ID, "rotate", params)
     yield job.id, gr.skip(), gr.skip(), f"Job {job.id[:8]} queued…"
     res = job.wait(progress)
@@ -133,8 +144,8 @@ def run_rotate(ic, seed, bump_row, bump_col, bump_width, amplitude, dt, sketch, 
            f"transform with it (error ≈ float32 round-off), the p1 ones do not. Done in {res['elapsed_s']:.1f} s.")
 
 
-def run_train(steps, seed, pushforward, augment, variants, progress=gr.Progress()):
-    params = dict(steps=int(steps), seed=int(seed or 0), pushforward=bool(pushforward), augment=bool(augment),
+def run_train(problem, steps, seed, pushforward, augment, variants, progress=gr.Progress()):
+    params = dict(problem=problem, steps=int(steps), seed=int(seed or 0), pushforward=bool(pushforward), augment=bool(augment),
                   variants=_variants(variants))
     job = JobRun(METHOD_ID, "train", params)
     yield job.id, gr.skip(), gr.skip(), f"Job {job.id[:8]} queued…"
@@ -146,8 +157,8 @@ def run_train(steps, seed, pushforward, augment, variants, progress=gr.Progress(
            "used by the rollout only if they match its default training configuration.")
 
 
-def run_benchmark(seeds, horizon, progress=gr.Progress()):
-    job = JobRun(METHOD_ID, "benchmark", dict(seeds=int(seeds), horizon=int(horizon)))
+def run_benchmark(problem, seeds, horizon, progress=gr.Progress()):
+    job = JobRun(METHOD_ID, "benchmark", dict(problem=problem, seeds=int(seeds), horizon=int(horizon)))
     yield job.id, gr.skip(), gr.skip(), f"Job {job.id[:8]} queued…"
     res = job.wait(progress)
     rows = [[VARIANT_LABELS[v], round(res["nrmse_at"][v], 4), res["corr_time"][v], float(f"{res['mass_drift'][v]:.2g}"),
@@ -163,28 +174,30 @@ def build() -> None:
     """Create the tab's components inside the current Blocks context."""
     gr.Markdown(
         "A closed square basin of shallow water on a staggered **Arakawa C-grid** (height ζ at cell centres, "
-        "velocities u, v on the cell faces). The reference solver is compared with four U-Net surrogates that "
-        "each jump 2 time units per step: plain (**p1**) or rotation/reflection-equivariant (**p4m**, via the paper's "
-        "staggered input and output layers), each without (∅) or with the hard **mass constraint** (M). "
+        "velocities u, v on the cell faces), or decaying turbulence on a periodic staggered (MAC) grid. The reference "
+        "solver is compared with four U-Net surrogates that each jump one coarse time step: plain (**p1**) or rotation/reflection-equivariant (**p4m**, via the paper's "
+        "staggered input and output layers), each without (∅) or with a hard physical constraint (M: **mass** "
+        "for shallow water; for turbulence a **stream-function** output, divergence-free and momentum-conserving). "
         "The paper's finding: symmetry helps more than physics, and both together stay closest to the solver longest."
     )
     job_id = gr.State(None)
     result = gr.State(None)
     with gr.Row():
         with gr.Column(scale=1, min_width=300):
-            gr.Radio(["shallow water"], value="shallow water", label="Problem",
-                     info="decaying turbulence is not implemented yet")
+            problem = gr.Radio(PROBLEM_CHOICES, value="swe", label="Problem", elem_id="pde_staggered_problem",
+                               info="shallow water: closed basin, ζ shown; turbulence: periodic, vorticity shown")
             ic = gr.Dropdown(IC_CHOICES, value="random", label="Initial condition", elem_id="pde_staggered_ic")
             seed = gr.Number(0, precision=0, minimum=0, label="Seed (random bumps)")
             horizon = gr.Slider(5, MAX_HORIZON, value=60, step=1, label="Horizon (surrogate steps)",
                                 elem_id="pde_staggered_horizon")
             variants = gr.CheckboxGroup(VARIANT_CHOICES, value=list(ALL_VARIANTS), label="Surrogates")
             with gr.Accordion("Bump, drawing and solver", open=False):
-                amplitude = gr.Slider(-1.5, 1.5, value=0.2, step=0.05, label="Amplitude (mean depth H = 1)")
+                amplitude = gr.Slider(-1.5, 1.5, value=0.2, step=0.05,
+                                      label="Amplitude (bump height, mean depth H = 1; vortex strength ÷ 0.2)")
                 bump_row = gr.Slider(0.0, 1.0, value=0.4, step=0.01, label="Placed bump: row")
                 bump_col = gr.Slider(0.0, 1.0, value=0.6, step=0.01, label="Placed bump: column")
                 bump_width = gr.Slider(0.02, 0.4, value=0.1, step=0.01, label="Placed bump: width")
-                dt = gr.Dropdown(DT_CHOICES, value=0.5, label="Solver time step dt (CFL limit ≈ 0.6)")
+                dt = gr.Dropdown(DT_CHOICES, value=0.5, label="Shallow-water solver time step dt (CFL limit ≈ 0.6)")
                 sketch = gr.Sketchpad(label="Draw a region of raised water (choose 'drawn region')", type="numpy",
                                       height=260)
             with gr.Row():
@@ -236,15 +249,15 @@ def build() -> None:
         bench_table = gr.Dataframe(headers=["variant", "NRMSE at horizon", "corr. time", "mass drift",
                                             "equivariance err", "L-shape NRMSE", "parameters"], interactive=False)
 
-    ic_inputs = [ic, seed, bump_row, bump_col, bump_width, amplitude, dt, sketch]
+    ic_inputs = [problem, ic, seed, bump_row, bump_col, bump_width, amplitude, dt, sketch]
     ev1 = run.click(run_rollout, ic_inputs + [horizon, variants],
                     [job_id, result, anim, tslider, frame_plot, curves_plot, status], api_name="pde_staggered_rollout")
     tslider.release(frame, [result, tslider], frame_plot, api_name="pde_staggered_frame")
     ev2 = rotate_btn.click(run_rotate, ic_inputs + [element, rot_steps, variants],
                            [job_id, rotate_img, rotate_table, rotate_status], api_name="pde_staggered_rotate")
-    ev3 = train_btn.click(run_train, [train_steps, train_seed, pushforward, augment, variants],
+    ev3 = train_btn.click(run_train, [problem, train_steps, train_seed, pushforward, augment, variants],
                           [job_id, loss_img, train_table, train_status], api_name="pde_staggered_train")
-    ev4 = bench_btn.click(run_benchmark, [bench_seeds, bench_horizon], [job_id, bench_img, bench_table, bench_status],
+    ev4 = bench_btn.click(run_benchmark, [problem, bench_seeds, bench_horizon], [job_id, bench_img, bench_table, bench_status],
                           api_name="pde_staggered_benchmark")
     stop.click(cancel_job, job_id, status, cancels=[ev1, ev2, ev3, ev4], api_name="pde_staggered_stop")
 

@@ -22,11 +22,19 @@ class Sizes:
 
 
 DEFAULT = Sizes(n=32, n_train=96, train_frames=40, n_test=24, width=4, steps=800, batch=16, lr=2e-3)
-TEST = Sizes(n=16, n_train=12, train_frames=12, n_test=4, width=2, steps=40, batch=8, lr=3e-3)
+TEST = Sizes(n=16, n_train=12, train_frames=12, n_test=4, width=2, steps=30, batch=8, lr=3e-3)
 
 
-def sizes(**override) -> Sizes:
-    base = TEST if get_settings().profile == "test" else DEFAULT
+DEFAULT_INS = Sizes(n=24, n_train=64, train_frames=30, n_test=16, width=4, steps=600, batch=16, lr=2e-3)
+TEST_INS = TEST
+
+
+def sizes(problem: str = "swe", **override) -> Sizes:
+    test = get_settings().profile == "test"
+    if problem == "ins":
+        base = TEST_INS if test else DEFAULT_INS
+    else:
+        base = TEST if test else DEFAULT
     return replace(base, **{k: v for k, v in override.items() if v is not None})
 
 

@@ -33,13 +33,13 @@ def _device() -> str:
 
 
 def ensure_models(variants, sz: Sizes, ctx: JobContext, start: float, stop: float, seed: int = 0,
-                  pushforward: bool = False, augment: bool = False):
+                  pushforward: bool = False, augment: bool = False, problem: str = "swe"):
     """Load or train each variant (progress mapped onto [start, stop])."""
     out, records = {}, []
     span = (stop - start) / len(variants)
     for i, v in enumerate(variants):
         sub = Subprogress(ctx, start + i * span, start + (i + 1) * span)
-        m, rec = train_variant(v, sz, seed, pushforward, augment, progress=sub, device=_device())
+        m, rec = train_variant(v, sz, seed, pushforward, augment, progress=sub, device=_device(), problem=problem)
         out[v] = m
         records.append(rec)
     return out, records
@@ -64,8 +64,8 @@ def train(params: TrainParams | dict, ctx: JobContext | None = None) -> TrainRes
     ctx = ctx or LocalContext()
     _setup()
     t0 = time.perf_counter()
-    sz = sizes(steps=p.steps, width=p.width)
-    _, recs = ensure_models(p.variants, sz, ctx, 0.0, 0.97, p.seed, p.pushforward, p.augment)
+    sz = sizes(p.problem, steps=p.steps, width=p.width)
+    _, recs = ensure_models(p.variants, sz, ctx, 0.0, 0.97, p.seed, p.pushforward, p.augment, p.problem)
     ref = ctx.artifacts.save_figure("losses.png", plots.loss_figure(recs))
     short = [{**{k: r[k] for k in ("variant", "params", "best_step", "best_val", "seconds")},
               "losses": r["losses"][:: max(1, len(r["losses"]) // 200)], "val": r["val"]} for r in recs]
@@ -123,12 +123,20 @@ class RolloutResult(BaseModel):
     fields: str  # artifact: npz with ζ (V+1, T+1, N, N), names
     animation: str  # artifact: GIF
     elapsed_s: float
+    problem: str = "swe"
+    conserved: str = "mass"  # what `mass` / `final_mass_drift` measure ("momentum" for turbulence)
+    shown: str = "ζ"  # the displayed field
+    max_divergence: dict[str, float] = {}
 
 
 def rollout(params: RolloutParams | dict, ctx: JobContext | None = None) -> RolloutResult:
     p = validate(RolloutParams, params)
     ctx = ctx or LocalContext()
     _setup()
+    if p.problem == "ins":
+        from .turbulence import rollout_ins
+
+        return rollout_ins(p, ctx)
     t0 = time.perf_counter()
     sz = sizes()
     cfg, zeta, u, v = initial_condition(p, sz.n)
@@ -185,6 +193,10 @@ def rotate(params: RotateParams | dict, ctx: JobContext | None = None) -> Rotate
     p = validate(RotateParams, params)
     ctx = ctx or LocalContext()
     _setup()
+    if p.problem == "ins":
+        from .turbulence import rotate_ins
+
+        return rotate_ins(p, ctx)
     t0 = time.perf_counter()
     sz = sizes()
     _, zeta, u, v = initial_condition(p, sz.n)
@@ -211,6 +223,9 @@ def rotate(params: RotateParams | dict, ctx: JobContext | None = None) -> Rotate
 
 
 class BenchmarkResult(BaseModel):
+    problem: str = "swe"
+    conserved: str = "mass"
+    max_divergence: dict[str, float] = {}
     variants: list[str]
     seeds: int
     horizon: int
@@ -236,6 +251,10 @@ def benchmark(params: BenchmarkParams | dict, ctx: JobContext | None = None) -> 
     p = validate(BenchmarkParams, params)
     ctx = ctx or LocalContext()
     _setup()
+    if p.problem == "ins":
+        from .turbulence import benchmark_ins
+
+        return benchmark_ins(p, ctx)
     t0 = time.perf_counter()
     sz = sizes(steps=p.steps, n_test=p.n_test)
     variants = ["p1", "p1_M", "p4m", "p4m_M"]

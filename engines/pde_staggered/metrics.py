@@ -106,3 +106,52 @@ def timing(models: dict, cfg: swe.SWEConfig, zeta, u, v, repeats: int = 3) -> di
                 best = min(best, time.perf_counter() - t0)
             out[name] = best
     return out
+
+
+# ----------------------------------------------------------------------------- generic (either problem)
+
+
+def rollout_states(model, state, steps: int, dtype=torch.float64):
+    """Autoregressive rollout of any state tuple; blow-ups are frozen as in ``surrogate_rollout``.
+    Returns (list of arrays (B, steps + 1, ...), diverged step per sample or -1)."""
+    x = [torch.as_tensor(np.asarray(a), dtype=dtype) for a in state]
+    hist = [[a] for a in x]
+    diverged = np.full(x[0].shape[0], -1)
+    with torch.no_grad():
+        for t in range(steps):
+            y = list(model(*x))
+            ok = torch.ones(x[0].shape[0], dtype=torch.bool)
+            for a in y:
+                ok &= torch.isfinite(a).flatten(1).all(1) & (a.abs().flatten(1).amax(1) < DIVERGED)
+            if (~ok).any():
+                for b in torch.nonzero(~ok).flatten().tolist():
+                    if diverged[b] < 0:
+                        diverged[b] = t + 1
+                keep = (~ok)[:, None, None]
+                y = [torch.where(keep, a, b) for a, b in zip(x, y)]
+            x = y
+            for h, a in zip(hist, x):
+                h.append(a)
+    return [torch.stack(h, 1).numpy() for h in hist], diverged
+
+
+def equivariance_errors_generic(model, state, act) -> list[float]:
+    """Like ``equivariance_errors`` for any state tuple and group action ``act(state, g)``."""
+    x = tuple(torch.as_tensor(np.asarray(a), dtype=torch.float32) for a in state)
+    with torch.no_grad():
+        y = model(*x)
+        den = sum(((a - b).flatten(1) ** 2).sum(1) for a, b in zip(y, x)).sqrt()
+        out = []
+        for g in G.ELEMENTS:
+            a = model(*act(x, g))
+            b = act(y, g)
+            num = sum(((p - q).flatten(1) ** 2).sum(1) for p, q in zip(a, b)).sqrt()
+            out.append(float((num / den.clamp_min(1e-30)).max()))
+    return out
+
+
+def momentum_drift(u: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """(|ū_t − ū_0| + |v̄_t − v̄_0|) / rms speed at t = 0, per sample and step (periodic domain)."""
+    mu, mv = u.astype(np.float64).mean((-2, -1)), v.astype(np.float64).mean((-2, -1))
+    rms = np.sqrt((u[:, :1].astype(np.float64) ** 2 + v[:, :1].astype(np.float64) ** 2).mean((-2, -1)))
+    return (np.abs(mu - mu[:, :1]) + np.abs(mv - mv[:, :1])) / np.maximum(rms, 1e-30)

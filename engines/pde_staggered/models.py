@@ -51,10 +51,11 @@ class GroupConv(nn.Module):
     Output channel o*8 + h = correlation with h·W, where h·W is W resampled by h with its input channels
     permuted by the input representation; hence G(g·x) = g·G(x) exactly (up to float rounding)."""
 
-    def __init__(self, n_scalar: int, n_dir: int, n_reg: int, out_fields: int, kernel: int = 3):
+    def __init__(self, n_scalar: int, n_dir: int, n_reg: int, out_fields: int, kernel: int = 3,
+                 circular: bool = False):
         super().__init__()
         cin = n_scalar + 4 * n_dir + 8 * n_reg
-        self.out_fields, self.kernel = out_fields, kernel
+        self.out_fields, self.kernel, self.circular = out_fields, kernel, circular
         self.weight = nn.Parameter(torch.randn(out_fields, cin, kernel, kernel) * math.sqrt(2.0 / (cin * kernel ** 2)))
         self.bias = nn.Parameter(torch.zeros(out_fields))
         src = [np.argsort(p) for p in _input_perms(n_scalar, n_dir, n_reg)]
@@ -65,7 +66,10 @@ class GroupConv(nn.Module):
         return torch.stack(ws, 1).reshape(self.out_fields * 8, -1, self.kernel, self.kernel)
 
     def forward(self, x):
-        return F.conv2d(x, self.expanded(), self.bias.repeat_interleave(8), padding=self.kernel // 2)
+        p = self.kernel // 2
+        if self.circular and p:
+            return F.conv2d(F.pad(x, (p, p, p, p), mode="circular"), self.expanded(), self.bias.repeat_interleave(8))
+        return F.conv2d(x, self.expanded(), self.bias.repeat_interleave(8), padding=p)
 
 
 class GroupNormReg(nn.Module):
@@ -96,14 +100,15 @@ def _groups(c: int) -> int:
 class Block(nn.Module):
     """conv-norm-GELU-conv-norm-GELU with a residual (1×1) connection; p1 or p4m."""
 
-    def __init__(self, group: str, cin: int, cout: int):
+    def __init__(self, group: str, cin: int, cout: int, circular: bool = False):
         super().__init__()
         self.group = group
+        mode = "circular" if circular else "zeros"
         if group == "p4m":
-            conv = lambda a, b, k=3: GroupConv(0, 0, a, b, k)  # noqa: E731
+            conv = lambda a, b, k=3: GroupConv(0, 0, a, b, k, circular)  # noqa: E731
             norm = lambda c: GroupNormReg(c, 8)  # noqa: E731
         else:
-            conv = lambda a, b, k=3: nn.Conv2d(a, b, k, padding=k // 2)  # noqa: E731
+            conv = lambda a, b, k=3: nn.Conv2d(a, b, k, padding=k // 2, padding_mode=mode)  # noqa: E731
             norm = lambda c: GroupNormReg(c, 1)  # noqa: E731
         self.c1, self.n1, self.c2, self.n2 = conv(cin, cout), norm(cout), conv(cout, cout), norm(cout)
         self.skip = conv(cin, cout, 1) if cin != cout else nn.Identity()
@@ -119,23 +124,30 @@ class StaggeredUNet(nn.Module):
 
     ``width`` counts fields: channels for p1, regular 8-channel fields for p4m."""
 
-    def __init__(self, group: str, physics: bool, width: int, scales: dict[str, float], zero_head: bool = True):
+    def __init__(self, group: str, physics: bool, width: int, scales: dict[str, float], zero_head: bool = True,
+                 problem: str = "swe"):
         super().__init__()
         if group not in ("p1", "p4m"):
             raise ValueError(f"unknown group {group!r}")
-        self.group, self.physics, self.width = group, physics, width
+        if problem not in ("swe", "ins"):
+            raise ValueError(f"unknown problem {problem!r}")
+        self.group, self.physics, self.width, self.problem = group, physics, width, problem
+        circ = problem == "ins"  # doubly periodic turbulence: circular padding everywhere
+        n_scalar = 1 if problem == "swe" else 0
         c1, c2 = width, 2 * width
         if group == "p4m":
-            self.lift = GroupConv(1, 1, 0, c1)  # ζ (trivial) + q (direction rep) -> regular
-            self.head = GroupConv(0, 0, c1, 2)  # -> regular fields for Δζ (pooled) and fluxes (coset-pooled)
+            self.lift = GroupConv(n_scalar, 1, 0, c1, 3, circ)  # ζ (trivial) + q (direction rep) -> regular
+            # -> regular fields for Δζ / ψ (group-pooled, trivial or sign rep) and fluxes (coset-pooled)
+            self.head = GroupConv(0, 0, c1, 2, 3, circ)
         else:
-            self.lift = nn.Conv2d(5, c1, 3, padding=1)
-            self.head = nn.Conv2d(c1, 5, 3, padding=1)
+            mode = "circular" if circ else "zeros"
+            self.lift = nn.Conv2d(n_scalar + 4, c1, 3, padding=1, padding_mode=mode)
+            self.head = nn.Conv2d(c1, 5, 3, padding=1, padding_mode=mode)
         if zero_head:  # start as the identity map w(t+Δt) = w(t): stable rollouts from the first step
             nn.init.zeros_(self.head.weight)
             nn.init.zeros_(self.head.bias)
-        self.e1, self.e2, self.mid = Block(group, c1, c1), Block(group, c1, c2), Block(group, c2, c2)
-        self.d2, self.d1 = Block(group, 2 * c2, c2), Block(group, c2 + c1, c1)
+        self.e1, self.e2, self.mid = Block(group, c1, c1, circ), Block(group, c1, c2, circ), Block(group, c2, c2, circ)
+        self.d2, self.d1 = Block(group, 2 * c2, c2, circ), Block(group, c2 + c1, c1, circ)
         for k in ("zeta", "vel", "dzeta", "dvel"):
             self.register_buffer(f"s_{k}", torch.tensor(float(scales[k])))
         if group == "p4m":  # direction k <- the two group elements that map d_0 to d_k (a coset)
@@ -143,6 +155,8 @@ class StaggeredUNet(nn.Module):
             for a, g in enumerate(G.ELEMENTS):
                 coset[G.direction_perm(g)[0], a] = 1.0
             self.register_buffer("coset", coset, persistent=False)
+            # sign representation (det of the element): pooling with it gives a pseudo-scalar (stream function)
+            self.register_buffer("det", torch.tensor([-1.0 if f else 1.0 for f, _ in G.ELEMENTS]), persistent=False)
 
     def features(self, x):
         e1 = self.e1(self.lift(x))
@@ -152,7 +166,36 @@ class StaggeredUNet(nn.Module):
         d1 = self.d1(torch.cat([F.interpolate(d2, scale_factor=2.0, mode="nearest"), e1], 1))
         return self.head(d1)
 
-    def forward(self, zeta, u, v):
+    def forward(self, *state):
+        if self.problem == "ins":
+            return self.forward_ins(*state)
+        return self.forward_swe(*state)
+
+    def forward_ins(self, u, v):
+        """Turbulence step on periodic MAC velocities. ∅: face fluxes from the staggered output layer.
+        M: a pseudo-scalar stream function ψ at corners (mean of the 4 adjacent cells); Δu = ∂ψ/∂row,
+        Δv = −∂ψ/∂col by differences, so the update is exactly divergence-free and has zero mean (momentum)."""
+        dtype, wd = u.dtype, self.s_vel.dtype
+        uu, vv = u.to(wd) / self.s_vel, v.to(wd) / self.s_vel
+        q = torch.stack([torch.roll(uu, -1, -1), -vv, -uu, torch.roll(vv, -1, -2)], 1)
+        y = self.features(q)
+        if self.group == "p4m":
+            y = y.reshape(y.shape[0], 2, 8, *y.shape[-2:])
+            psi = torch.einsum("h,bhij->bij", self.det, y[:, 0]) / 8
+            a = torch.einsum("kh,bhij->bkij", self.coset, y[:, 1])
+        else:
+            psi, a = y[:, 0], y[:, 1:]
+        if self.physics:
+            c = 0.25 * (psi + torch.roll(psi, 1, -1) + torch.roll(psi, 1, -2) + torch.roll(psi, (1, 1), (-2, -1)))
+            du = torch.roll(c, -1, -2) - c
+            dv = -(torch.roll(c, -1, -1) - c)
+        else:
+            du = torch.roll(a[:, 0], 1, -1) - a[:, 2]
+            dv = torch.roll(a[:, 3], 1, -2) - a[:, 1]
+        s = self.s_dvel.to(dtype)
+        return u + du.to(dtype) * s, v + dv.to(dtype) * s
+
+    def forward_swe(self, zeta, u, v):
         """One surrogate step on a batch of C-grid states: returns (ζ', u', v') in the input's dtype. The hard
         constraint acts in that dtype, so a float64 state keeps its mass to float64 round-off."""
         dtype, wd = zeta.dtype, self.s_zeta.dtype  # the state may be float64; the network runs in its own dtype
@@ -187,13 +230,14 @@ def n_params(m: nn.Module) -> int:
     return sum(p.numel() for p in m.parameters())
 
 
-def build(variant: str, width: int, scales: dict[str, float], zero_head: bool = True) -> StaggeredUNet:
+def build(variant: str, width: int, scales: dict[str, float], zero_head: bool = True,
+          problem: str = "swe") -> StaggeredUNet:
     """p4m variants use ``width`` regular fields; p1 variants get the channel count that matches their
     parameter count (nearest, so the factorial comparison is at equal size)."""
     group, physics = parse_variant(variant)
     if group == "p4m":
-        return StaggeredUNet("p4m", physics, width, scales, zero_head)
-    target = n_params(StaggeredUNet("p4m", physics, width, scales))
+        return StaggeredUNet("p4m", physics, width, scales, zero_head, problem)
+    target = n_params(StaggeredUNet("p4m", physics, width, scales, problem=problem))
     best = min(range(2, 12 * width + 2),
-               key=lambda c: abs(n_params(StaggeredUNet("p1", physics, c, scales)) - target))
-    return StaggeredUNet("p1", physics, best, scales, zero_head)
+               key=lambda c: abs(n_params(StaggeredUNet("p1", physics, c, scales, problem=problem)) - target))
+    return StaggeredUNet("p1", physics, best, scales, zero_head, problem)

@@ -11,6 +11,9 @@ Variant = Literal["p1", "p1_M", "p4m", "p4m_M"]
 ALL_VARIANTS: tuple[str, ...] = ("p1", "p1_M", "p4m", "p4m_M")
 VARIANT_LABELS = {"p1": "p1/∅", "p1_M": "p1/M", "p4m": "p4m/∅", "p4m_M": "p4m/M"}
 ICKind = Literal["random", "bump", "l_shape", "vortex", "drawn"]
+Problem = Literal["swe", "ins"]
+PROBLEM_LABELS = {"swe": "shallow water", "ins": "decaying turbulence"}
+INS_ICS = ("random", "vortex")
 IC_LABELS = {"random": "random bumps (seed)", "bump": "placed bump", "l_shape": "L-shaped bump (OOD)",
              "vortex": "vortex pair (OOD)", "drawn": "drawn region"}
 MAX_HORIZON = 200
@@ -28,6 +31,7 @@ class TrainParams(Params):
     seed: int = Field(0, ge=0, le=1000, description="training seed")
     steps: int | None = Field(None, ge=10, le=20000, description="optimizer steps (default: per profile)")
     width: int | None = Field(None, ge=1, le=32, description="p4m regular fields per level 1 (default: per profile)")
+    problem: Problem = Field("swe", description="shallow water (closed basin) or decaying turbulence (periodic)")
     pushforward: bool = Field(False, description="pushforward trick: 2-step unrolls, gradient on the last")
     augment: bool = Field(False, description="data augmentation with random D4 transforms (baseline)")
 
@@ -42,6 +46,7 @@ class TrainParams(Params):
 class ICParams(Params):
     """An initial condition for the closed basin."""
 
+    problem: Problem = Field("swe", description="shallow water (closed basin) or decaying turbulence (periodic)")
     ic: ICKind = Field("random", description="kind of initial condition")
     seed: int = Field(0, ge=0, le=2**31 - 1, description="seed of the random bumps")
     bump_row: float = Field(0.4, ge=0.0, le=1.0, description="placed bump: row position (fraction of the basin)")
@@ -70,6 +75,9 @@ class ICParams(Params):
                              "(e.g. 0.25, 0.5, 1, 2)")
         if self.ic == "drawn" and self.mask is None:
             raise ValueError("ic = 'drawn' needs a drawn mask")
+        if self.problem == "ins" and self.ic not in INS_ICS:
+            raise ValueError(f"the turbulence problem supports the initial conditions {INS_ICS} (got {self.ic!r}): "
+                             "bumps of water only make sense for shallow water")
         return self
 
 
@@ -93,6 +101,7 @@ class RotateParams(ICParams):
 class BenchmarkParams(Params):
     """The factorial benchmark on held-out initial conditions (several seeds)."""
 
+    problem: Problem = Field("swe")
     seeds: int = Field(1, ge=1, le=5)
     n_test: int | None = Field(None, ge=2, le=200, description="held-out ICs (default: per profile)")
     horizon: int = Field(50, ge=2, le=MAX_HORIZON)

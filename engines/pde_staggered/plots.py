@@ -91,10 +91,13 @@ def curves_figure(res: dict):
         axes[2].semilogy(steps, np.maximum(res["mass"][v], 1e-12), color=c, label=LABELS[v])
     axes[2].semilogy(steps, np.maximum(res["mass"]["solver"], 1e-12), color="black", ls=":", label="solver")
     axes[1].axhline(res["threshold"], color="gray", ls="--", lw=1)
-    axes[0].set(title="NRMSE of ζ", xlabel="surrogate step")
+    axes[0].set(title=f"NRMSE of {res.get('shown', 'ζ')}", xlabel="surrogate step")
     axes[1].set(title=f"correlation with the solver (τ: steps > {res['threshold']:g})", xlabel="surrogate step",
                 ylim=(min(-0.05, min(min(x) for x in res["corr"].values())), 1.02))
-    axes[2].set(title="relative mass drift |Σζ_t − Σζ_0| / Σ|ζ_0|", xlabel="surrogate step", ylim=(1e-12, 10))
+    if res.get("conserved", "mass") == "mass":
+        axes[2].set(title="relative mass drift |Σζ_t − Σζ_0| / Σ|ζ_0|", xlabel="surrogate step", ylim=(1e-12, 10))
+    else:
+        axes[2].set(title="momentum drift (|Δū| + |Δv̄|) / rms speed", xlabel="surrogate step", ylim=(1e-12, 10))
     for a in axes:
         a.grid(alpha=0.3)
         a.legend(fontsize=8)
@@ -122,7 +125,7 @@ def loss_figure(records: list[dict]):
     return fig
 
 
-def rotate_figure(panels: dict, element: str, steps: int):
+def rotate_figure(panels: dict, element: str, steps: int, field: str = "ζ"):
     """Per variant: G(x), G(g·x), g·G(x) and |G(g·x) − g·G(x)| after ``steps`` surrogate steps."""
     import matplotlib.pyplot as plt
 
@@ -143,8 +146,8 @@ def rotate_figure(panels: dict, element: str, steps: int):
             axes[r, c].set_yticks([])
             if r == 0:
                 axes[r, c].set_title(titles[c], fontsize=9)
-    fig.colorbar(im, ax=axes[:, 3].tolist(), shrink=0.6, label="|difference| (same scale as ζ)")
-    fig.suptitle(f"ζ after {steps} surrogate steps: equivariant models commute with the symmetry", fontsize=10)
+    fig.colorbar(im, ax=axes[:, 3].tolist(), shrink=0.6, label=f"|difference| (same scale as {field})")
+    fig.suptitle(f"{field} after {steps} surrogate steps: equivariant models commute with the symmetry", fontsize=10)
     return fig
 
 
@@ -164,7 +167,8 @@ def benchmark_figure(res: dict):
         a.grid(alpha=0.3)
         a.legend(fontsize=8)
         a.set_xlabel("surrogate step (dotted: training trajectory length)")
-    axes[0].set_title("median NRMSE of ζ over held-out ICs and seeds")
+    fld = "ω" if res.get("problem") == "ins" else "ζ"
+    axes[0].set_title(f"median NRMSE of {fld} over held-out ICs and seeds")
     axes[1].set_title("median correlation with the solver")
     fig.tight_layout()
     return fig

@@ -10,7 +10,7 @@ import numpy as np
 import torch
 
 from . import groups as G
-from . import ics, swe
+from . import ics, ins, swe
 from .config import Sizes, cache_dir, key
 from .models import StaggeredUNet, build, n_params
 
@@ -27,35 +27,57 @@ def solver_config(sz: Sizes) -> swe.SWEConfig:
     return swe.SWEConfig(n=sz.n)
 
 
-def dataset(sz: Sizes, split: str = "train", frames: int | None = None, progress: Progress = _noop):
-    """Trajectories (ζ, u, v) of shape (B, T+1, ...) from random-bump ICs; cached as .npz.
-    The train split uses seeds from 0, the test split from 10_000 (held out)."""
-    cfg = solver_config(sz)
+def ins_config(sz: Sizes) -> ins.INSConfig:
+    return ins.INSConfig(n=sz.n)
+
+
+def act(problem: str, state, g):
+    """D4 acting on a state tuple of either problem."""
+    return G.act_state(*state, g) if problem == "swe" else ins.act(*state, g)
+
+
+def dataset(sz: Sizes, split: str = "train", frames: int | None = None, progress: Progress = _noop,
+            problem: str = "swe"):
+    """Trajectories of shape (B, T+1, ...) from random ICs, cached as .npz: (ζ, u, v) for shallow water
+    (random bumps), (u, v) on the periodic MAC grid for turbulence (random spectra). The train split uses
+    seeds from 0, the test split from 10_000 (held out)."""
+    cfg = solver_config(sz) if problem == "swe" else ins_config(sz)
     count = sz.n_train if split == "train" else sz.n_test
     frames = frames or (sz.train_frames if split == "train" else 100)
     seed = 0 if split == "train" else 10_000
-    path = cache_dir() / f"data_{split}_{key(cfg, [count, frames, seed, DATA_VERSION])}.npz"
+    path = cache_dir() / f"{'' if problem == 'swe' else 'ins_'}data_{split}_{key(cfg, [count, frames, seed, DATA_VERSION])}.npz"
+    names = ("zeta", "u", "v") if problem == "swe" else ("u", "v")
     if path.exists():
         with np.load(path) as d:
-            return d["zeta"], d["u"], d["v"]
+            return tuple(d[k] for k in names)
     progress(0.0, f"solver: {count} {split} trajectories × {frames} steps on {sz.n}×{sz.n}")
-    out = [[], [], []]
+    out = [[] for _ in names]
     chunk = max(1, min(count, 32))
     for start in range(0, count, chunk):
         b = min(chunk, count - start)
-        z, u, v = ics.batch_random(seed + start, b, sz.n)
-        for acc, arr in zip(out, swe.rollout(cfg, z, u, v, frames)):
+        if problem == "swe":
+            traj = swe.rollout(cfg, *ics.batch_random(seed + start, b, sz.n), frames)
+        else:
+            rng = np.random.default_rng(seed + start)
+            w = np.stack([ins.random_vorticity(rng, sz.n, cfg.k_peak) for _ in range(b)])
+            traj = ins.rollout(cfg, w, frames)
+        for acc, arr in zip(out, traj):
             acc.append(arr)
         progress((start + b) / count, f"solver: {start + b}/{count} {split} trajectories")
-    zeta, u, v = (np.concatenate(a).astype(np.float32) for a in out)
+    arrays = tuple(np.concatenate(a).astype(np.float32) for a in out)
     tmp = path.with_suffix(".tmp.npz")
-    np.savez_compressed(tmp, zeta=zeta, u=u, v=v)
+    np.savez_compressed(tmp, **dict(zip(names, arrays)))
     tmp.replace(path)
-    return zeta, u, v
+    return arrays
 
 
-def scales(zeta, u, v) -> dict[str, float]:
+def scales(*state) -> dict[str, float]:
     """Per-variable scalar scales (one for ζ, one shared by u and v, so normalisation commutes with D4)."""
+    if len(state) == 2:  # periodic turbulence: all faces are interior
+        u, v = state
+        return dict(zeta=1.0, dzeta=1.0, vel=float(np.concatenate([u.ravel(), v.ravel()]).std()),
+                    dvel=float(np.concatenate([np.diff(u, axis=1).ravel(), np.diff(v, axis=1).ravel()]).std()))
+    zeta, u, v = state
     vel = np.concatenate([u[..., 1:-1].ravel(), v[..., 1:-1, :].ravel()])
     dvel = np.concatenate([np.diff(u, axis=1)[..., 1:-1].ravel(), np.diff(v, axis=1)[..., 1:-1, :].ravel()])
     zc = zeta - zeta.mean((-2, -1), keepdims=True)
@@ -64,48 +86,53 @@ def scales(zeta, u, v) -> dict[str, float]:
 
 
 def _loss(model: StaggeredUNet, pred, target) -> torch.Tensor:
-    (z, u, v), (zt, ut, vt) = pred, target
-    lz = ((z - zt) / model.s_dzeta).pow(2).mean()
+    if len(pred) == 3:
+        (z, u, v), (zt, ut, vt) = pred, target
+        lz = ((z - zt) / model.s_dzeta).pow(2).mean()
+    else:
+        (u, v), (ut, vt) = pred, target
+        lz = 0.0
     lv = torch.cat([((u - ut) / model.s_dvel).flatten(1), ((v - vt) / model.s_dvel).flatten(1)], 1).pow(2).mean()
     return lz + lv
 
 
-def model_path(variant: str, sz: Sizes, seed: int, pushforward: bool, augment: bool):
-    k = key(sz, [variant, seed, pushforward, augment, MODEL_VERSION, DATA_VERSION])
+def model_path(variant: str, sz: Sizes, seed: int, pushforward: bool, augment: bool, problem: str = "swe"):
+    k = key(sz, [variant, seed, pushforward, augment, MODEL_VERSION, DATA_VERSION] + ([problem] if problem != "swe" else []))
     suffix = ("_pf" if pushforward else "") + ("_aug" if augment else "")
-    return cache_dir() / "models" / f"{variant}{suffix}_{k}.pt"
+    return cache_dir() / "models" / f"{'' if problem == 'swe' else 'ins_'}{variant}{suffix}_{k}.pt"
 
 
-def load_model(variant: str, sz: Sizes, seed: int = 0, pushforward: bool = False, augment: bool = False):
+def load_model(variant: str, sz: Sizes, seed: int = 0, pushforward: bool = False, augment: bool = False,
+               problem: str = "swe"):
     """The cached model (with its training record), or None."""
-    path = model_path(variant, sz, seed, pushforward, augment)
+    path = model_path(variant, sz, seed, pushforward, augment, problem)
     if not path.exists():
         return None
     blob = torch.load(path, map_location="cpu", weights_only=True)
-    model = build(variant, sz.width, blob["scales"])
+    model = build(variant, sz.width, blob["scales"], problem=problem)
     model.load_state_dict(blob["state"])
     model.eval()
     return model, blob["record"]
 
 
 def train_variant(variant: str, sz: Sizes, seed: int = 0, pushforward: bool = False, augment: bool = False,
-                  progress: Progress = _noop, device: str = "cpu"):
+                  progress: Progress = _noop, device: str = "cpu", problem: str = "swe"):
     """Adam + cosine schedule on one-step MSE (normalised), validation-based model selection (10% of the
     trajectories held out). pushforward: in the second half every other step unrolls 2 steps with the first
     one detached (Brandstetter et al. 2022). augment: each batch is transformed by a random D4 element."""
-    hit = load_model(variant, sz, seed, pushforward, augment)
+    hit = load_model(variant, sz, seed, pushforward, augment, problem)
     if hit is not None:
         progress(1.0, f"{variant}: loaded from cache")
         return hit
-    zeta, u, v = dataset(sz, "train", progress=lambda f, m: progress(0.1 * f, m))
-    sc = scales(zeta, u, v)
+    data = dataset(sz, "train", progress=lambda f, m: progress(0.1 * f, m), problem=problem)
+    sc = scales(*data)
     torch.manual_seed(seed)
     rng = np.random.default_rng(seed)
-    model = build(variant, sz.width, sc).to(device)
-    n_val = max(1, len(zeta) // 10)
-    Z, U, V = (torch.as_tensor(a, device=device) for a in (zeta, u, v))
-    tr, va = np.arange(n_val, len(zeta)), np.arange(n_val)
-    T = zeta.shape[1] - 1
+    model = build(variant, sz.width, sc, problem=problem).to(device)
+    n_val = max(1, len(data[0]) // 10)
+    D = tuple(torch.as_tensor(a, device=device) for a in data)
+    tr, va = np.arange(n_val, len(data[0])), np.arange(n_val)
+    T = data[0].shape[1] - 1
     opt = torch.optim.Adam(model.parameters(), lr=sz.lr)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: 0.5 * (1 + math.cos(math.pi * s / sz.steps)))
     vb, vt = np.repeat(va, T), np.tile(np.arange(T), len(va))
@@ -113,8 +140,8 @@ def train_variant(variant: str, sz: Sizes, seed: int = 0, pushforward: bool = Fa
     def val_loss() -> float:
         model.eval()
         with torch.no_grad():
-            out = model(Z[vb, vt], U[vb, vt], V[vb, vt])
-            lo = float(_loss(model, out, (Z[vb, vt + 1], U[vb, vt + 1], V[vb, vt + 1])))
+            out = model(*(a[vb, vt] for a in D))
+            lo = float(_loss(model, out, tuple(a[vb, vt + 1] for a in D)))
         model.train()
         return lo
 
@@ -125,11 +152,11 @@ def train_variant(variant: str, sz: Sizes, seed: int = 0, pushforward: bool = Fa
         unroll = 2 if pushforward and s >= sz.steps // 2 and s % 2 == 1 and T >= 2 else 1
         b = rng.choice(tr, sz.batch)
         t = rng.integers(0, T - unroll + 1, sz.batch)
-        x = (Z[b, t], U[b, t], V[b, t])
-        y = (Z[b, t + unroll], U[b, t + unroll], V[b, t + unroll])
+        x = tuple(a[b, t] for a in D)
+        y = tuple(a[b, t + unroll] for a in D)
         if augment:
             g = G.ELEMENTS[int(rng.integers(8))]
-            x, y = G.act_state(*x, g), G.act_state(*y, g)
+            x, y = act(problem, x, g), act(problem, y, g)
         if unroll == 2:
             with torch.no_grad():
                 x = model(*x)
@@ -149,8 +176,8 @@ def train_variant(variant: str, sz: Sizes, seed: int = 0, pushforward: bool = Fa
     model = model.cpu().eval()
     record = dict(variant=variant, params=n_params(model), width=model.width, losses=losses, val=vals,
                   best_step=best[2], best_val=best[0], seconds=time.perf_counter() - t0, seed=seed,
-                  pushforward=pushforward, augment=augment)
-    path = model_path(variant, sz, seed, pushforward, augment)
+                  pushforward=pushforward, augment=augment, problem=problem)
+    path = model_path(variant, sz, seed, pushforward, augment, problem)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
     torch.save(dict(state=model.state_dict(), scales=sc, record=record), tmp)

@@ -6,7 +6,8 @@ from gradio_client import Client
 
 ALL = ["p1", "p1_M", "p4m", "p4m_M"]
 # ic, seed, bump row, bump col, bump width, amplitude, dt, sketch
-IC = ("random", 2, 0.4, 0.6, 0.1, 0.2, 0.5, None)
+IC = ("swe", "random", 2, 0.4, 0.6, 0.1, 0.2, 0.5, None)
+INS = ("ins", "random", 2, 0.4, 0.6, 0.1, 0.2, 0.5, None)
 
 
 @pytest.fixture(scope="module")
@@ -33,9 +34,9 @@ def test_rollout_frame_and_rotate(client):
 
 
 def test_train_and_benchmark(client):
-    img, table, status = client.predict(20, 3, True, True, ["p1_M"], api_name="/pde_staggered_train")
+    img, table, status = client.predict("swe", 20, 3, True, True, ["p1_M"], api_name="/pde_staggered_train")
     assert [r[0] for r in table["data"]] == ["p1/M"] and "Trained" in status
-    img, table, status = client.predict(1, 10, api_name="/pde_staggered_benchmark")
+    img, table, status = client.predict("swe", 1, 10, api_name="/pde_staggered_benchmark")
     assert [r[0] for r in table["data"]] == ["p1/∅", "p1/M", "p4m/∅", "p4m/M"]
     assert "Paper ordering" in status
 
@@ -44,13 +45,24 @@ def test_bad_input_is_named(client):
     with pytest.raises(Exception, match="Select at least one surrogate"):
         client.predict(*IC, 10, [], api_name="/pde_staggered_rollout")
     with pytest.raises(Exception, match="CFL"):
-        client.predict(*IC[:6], 2.0, None, 10, ALL, api_name="/pde_staggered_rollout")
+        client.predict(*IC[:7], 2.0, None, 10, ALL, api_name="/pde_staggered_rollout")
     with pytest.raises(Exception, match="negative depth"):
-        client.predict("bump", 0, 0.5, 0.5, 0.1, -1.2, 0.5, None, 10, ALL, api_name="/pde_staggered_rollout")
+        client.predict("swe", "bump", 0, 0.5, 0.5, 0.1, -1.2, 0.5, None, 10, ALL, api_name="/pde_staggered_rollout")
     with pytest.raises(Exception, match="drawn initial condition is empty"):
-        client.predict("drawn", *IC[1:], 10, ALL, api_name="/pde_staggered_rollout")
+        client.predict("swe", "drawn", *IC[2:], 10, ALL, api_name="/pde_staggered_rollout")
+    with pytest.raises(Exception, match="Decaying turbulence starts from"):
+        client.predict("ins", "l_shape", *IC[2:], 10, ALL, api_name="/pde_staggered_rollout")
     with pytest.raises(Exception, match="(?i)horizon|maximum value 200"):
         client.predict(*IC, 500, ALL, api_name="/pde_staggered_rollout")
     # the app keeps serving after bad input
     out = client.predict(*IC, 5, ["p4m_M"], api_name="/pde_staggered_rollout")
     assert "Done" in out[-1]
+
+
+def test_turbulence_rollout_and_rotate(client):
+    anim, tslider, frame, curves, status = client.predict(*INS, 6, ALL, api_name="/pde_staggered_rollout")
+    assert str(anim).endswith(".gif") and curves["plot"].startswith("data:image")
+    assert "NRMSE(ω)" in status and "Momentum drift" in status and "max |div u|" in status
+    img, table, status = client.predict(*INS, "flip", 2, ["p1", "p4m_M"], api_name="/pde_staggered_rotate")
+    rows = {r[0]: r for r in table["data"]}
+    assert rows["p4m/M"][2] < 1e-5 and rows["p1/∅"][1] > 1e-2
