@@ -84,8 +84,7 @@ def rotate_ins(p: RotateParams, ctx: JobContext) -> RotateResult:
     cfg, w = initial_condition_ins(p, sz.n)
     u, v = ins.corner_velocity(w)
     models, _ = ensure_models(p.variants, sz, ctx, 0.0, 0.8, p.train_seed, problem="ins")
-    g = G.ELEMENTS[p.element]
-    sign = -1.0 if g[0] else 1.0  # vorticity is a pseudo-scalar
+    g = G.ELEMENTS[p.element]  # vorticity is a pseudo-scalar: ins.vorticity of the acted velocities handles it
     gx = tuple(np.ascontiguousarray(a) for a in ins.act(u, v, g))
     panels, errs, one = {}, {}, {}
     for v_ in p.variants:
@@ -101,7 +100,6 @@ def rotate_ins(p: RotateParams, ctx: JobContext) -> RotateResult:
         panels[v_] = dict(Gx=a, Ggx=b, gGx=ga, error=err)
         errs[v_] = err
         one[v_] = metrics.equivariance_errors_generic(m, (u, v), _act)
-    del sign
     fref = ctx.artifacts.save_figure("rotate.png", plots.rotate_figure(panels, ELEMENT_NAMES[p.element], p.steps,
                                                                        field="ω"))
     ctx.progress(1.0, "done")
