@@ -9,7 +9,8 @@ API_NAMES: dict[str, set[str]] = {
     "zapformat": {"zapformat_step", "zapformat_generate", "zapformat_benchmark", "zapformat_stop",
                   "zapformat_example"},
 
-    "pde_staggered": set(),
+    "pde_staggered": {"pde_staggered_rollout", "pde_staggered_frame", "pde_staggered_rotate", "pde_staggered_train",
+                      "pde_staggered_benchmark", "pde_staggered_stop"},
 
     "fdgen": {"fdgen_inspect", "fdgen_train", "fdgen_sweep", "fdgen_stop"},
 
