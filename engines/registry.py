@@ -251,6 +251,7 @@ METHODS: list[MethodSpec] = [
         status="available",
         entries={
             "unlearn": Entry("engines.slug.unlearn:unlearn", "engines.slug.params:UnlearnParams"),
+            "unlearn_t2i": Entry("engines.slug.t2i_unlearn:unlearn_t2i", "engines.slug.params:T2IParams"),
         },
         claims=(
             Claim("Tiny CLIP: forget accuracy ≤ 5% with retain zero-shot accuracy drop ≤ 5 points", _repro("slug")),

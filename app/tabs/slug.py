@@ -83,6 +83,26 @@ def run_unlearn(kind, target, tower, selection, forget_pct, baselines, layer, re
            baseline_rows(res), _patch_path(res), summary(res))
 
 
+def run_t2i(kind, target, probe_samples, steps, progress=gr.Progress()):
+    from engines.common.artifacts import resolve
+    from engines.common.settings import get_settings
+    from engines.slug.plots import t2i_bars
+
+    if not target:
+        raise gr.Error("Choose a concept to forget.", title="Nothing selected")
+    params = dict(target_kind=kind, target=str(target), probe_samples=int(probe_samples), steps=int(steps))
+    job = JobRun(METHOD_ID, "unlearn_t2i", params)
+    yield job.id, gr.skip(), gr.skip(), gr.skip(), f"Job {job.id[:8]} queued (loads the text-to-image model)…"
+    res = job.wait(progress)
+    root = get_settings().artifacts_dir
+    b, a = res["before"], res["after"]
+    msg = (f"Updated `{', '.join(res['chosen_names'])}` (deepest Pareto layer of the text encoder, r = {res['rel_step']:.3g}). "
+           f"Judge accuracy on *{res['target']}*: {b['target']:.0%} → **{a['target']:.0%}**; unrelated concepts "
+           f"({', '.join(res['others'])}): {b['others']:.0%} → **{a['others']:.0%}**; cross-domain {b['cross']:.0%} → "
+           f"{a['cross']:.0%}. {res['cost']['probes']} judged probes, {res['elapsed_s']:.0f} s.")
+    yield (job.id, str(resolve(root, res["gallery_before"])), str(resolve(root, res["gallery_after"])), t2i_bars(res), msg)
+
+
 def reset_model(res):
     """The job never writes the stored weights: dropping the patch is all a reset needs."""
     msg = ("Model reset: the original zoo weights are in use (the stored checkpoint was never modified)."
@@ -137,12 +157,33 @@ def build() -> None:
     gr.Examples([["digit", "seven"], ["digit", "three"], ["object", "star"], ["style", "striped"]],
                 inputs=[kind, target], label="Concepts to try (then press Unlearn)")
 
+    with gr.Accordion("Text-to-image: forget a concept in the text encoder of the tiny Stable Diffusion (job)", open=False):
+        gr.Markdown("SLUG updates one block of the pipeline's CLIP text encoder (the deepest Pareto layer; q/k/v or "
+                    "fc1+fc2 together, as the official SD script) and the zoo's CNN judges read the generations. "
+                    "Rows of the galleries: the forgotten concept first, then unrelated concepts.")
+        with gr.Row():
+            t_kind = gr.Radio([("minicanvas style", "style"), ("minicanvas object", "object")], value="style",
+                              label="Concept type")
+            t_target = gr.Dropdown(TARGETS["style"], value="striped", label="Concept to forget", allow_custom_value=True,
+                                   elem_id="slug_t2i_target")
+            t_samples = gr.Slider(2, 32, value=8, step=1, label="Images per concept per search probe")
+            t_steps = gr.Slider(4, 50, value=20, step=1, label="Sampling steps")
+            t_run = gr.Button("Unlearn in text-to-image", elem_id="slug_t2i_run")
+        t_status = gr.Markdown(elem_id="slug_t2i_status")
+        with gr.Row():
+            g_before = gr.Image(label="Before (original text encoder)", elem_id="slug_t2i_before")
+            g_after = gr.Image(label="After SLUG", elem_id="slug_t2i_after")
+        t_plot = gr.Plot(show_label=False, elem_id="slug_t2i_plot")
+
     kind.change(target_choices, kind, target, api_name="slug_targets")
+    t_kind.change(target_choices, t_kind, t_target, api_visibility="private")
+    ev2 = t_run.click(run_t2i, [t_kind, t_target, t_samples, t_steps], [job_id, g_before, g_after, t_plot, t_status],
+                      api_name="slug_t2i")
     ev = run.click(run_unlearn, [kind, target, tower, selection, forget_pct, baselines, layer, rel_step, max_evals,
                                  max_rel, n_forget, n_retain, seed],
                    [job_id, result, scatter, trace, bars, cost, table, patch, status], api_name="slug_unlearn")
     reset.click(reset_model, result, [result, scatter, trace, bars, cost, table, patch, status], api_name="slug_reset")
-    stop.click(cancel_job, job_id, status, cancels=[ev], api_name="slug_stop")
+    stop.click(cancel_job, job_id, status, cancels=[ev, ev2], api_name="slug_stop")
 
 
 if __name__ == "__main__":

@@ -137,3 +137,21 @@ def cost_figure(res: dict):
         ax.invert_yaxis()
     fig.tight_layout()
     return fig
+
+
+def t2i_bars(res: dict):
+    """Judge accuracy on generations: the forgotten concept and unrelated ones, before and after."""
+    names = [f"{res['target']}\n(forgotten)"] + list(res["others"]) + ["cross-domain\n(other judge)"]
+    b = res["before"]["per_concept"] + [res["before"]["cross"]]
+    a = res["after"]["per_concept"] + [res["after"]["cross"]]
+    x = np.arange(len(names))
+    fig, ax = plt.subplots(figsize=(8, 3.2))
+    ax.bar(x - 0.2, b, 0.4, color=C_BEFORE, label="original text encoder")
+    ax.bar(x + 0.2, a, 0.4, color=C_AFTER, label="after SLUG")
+    ax.set_xticks(x, names, fontsize=8)
+    ax.set_ylim(0, 1.1)
+    ax.set_ylabel("judge accuracy on generations")
+    ax.set_title(f"updated {', '.join(short(n) for n in res['chosen_names'])} (r = {res['rel_step']:.3g})", fontsize=9)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig

@@ -40,3 +40,9 @@ def test_bad_input_is_named(client):
         client.predict(*RUN[:4], 0, [], "", 0, 3, 1e-3, 16, 16, 0, api_name="/slug_unlearn")
     # the app keeps serving after bad input
     assert "Layers touched: 1" in client.predict(*RUN[:5], [], *RUN[6:], api_name="/slug_unlearn")[-1]
+
+
+def test_t2i_endpoint(client):
+    before, after, plot, status = client.predict("style", "dotted", 2, 4, api_name="/slug_t2i")
+    assert before and after and plot["plot"].startswith("data:image")
+    assert "Judge accuracy on *dotted*" in status and "unrelated concepts" in status

@@ -192,3 +192,20 @@ def test_bad_parameters_name_the_field():
         unlearn(dict(target="eleven"))
     with pytest.raises(ParamError, match="max_evals"):
         unlearn(dict(max_evals=0))
+
+
+# ----------------------------------------------------------------------------- text-to-image
+
+
+def test_t2i_updates_one_text_encoder_block():
+    from engines.slug.t2i_unlearn import unlearn_t2i
+
+    res = unlearn_t2i(dict(target="striped", probe_samples=2, final_samples=2, n_other=2, steps=3, max_evals=2,
+                           n_forget=24, n_retain=24)).model_dump()
+    group = res["chosen_names"]
+    assert res["chosen"] in group and len(group) in (1, 2, 3)
+    block = {n.split(".self_attn.")[0].split(".mlp.")[0] for n in group}
+    assert len(block) == 1  # one block: q/k/v together, or fc1+fc2, or one projection
+    assert sorted(c.split("encoder.")[-1] for c in res["changed"]) == sorted(n.split("encoder.")[-1] for n in group)
+    assert 1 <= len(res["searched"][0]["rows"]) <= 2
+    assert set(res["before"]) >= {"target", "others", "per_concept", "cross"} and len(res["others"]) == 2
