@@ -264,6 +264,18 @@ METHODS: list[MethodSpec] = [
         paper=Paper("Targeted Unlearning with Single Layer Unlearning Gradient", "Zikui Cai, Yaoteng Tan, M. Salman Asif", arxiv="2407.11867", code_url="https://github.com/CSIPlab/SLUG"),
         summary="Removing one identity or concept from a trained model usually means costly fine-tuning. SLUG computes one gradient, picks the single layer where forgetting and retaining conflict least, and takes one step there.",
         try_it="Pick a concept to forget, see which layer SLUG chooses and why, and compare accuracy before and after.",
+        status="available",
+        entries={
+            "unlearn": Entry("engines.slug.unlearn:unlearn", "engines.slug.params:UnlearnParams"),
+            "unlearn_t2i": Entry("engines.slug.t2i_unlearn:unlearn_t2i", "engines.slug.params:T2IParams"),
+        },
+        claims=(
+            Claim("Tiny CLIP: forget accuracy ≤ 5% with retain zero-shot accuracy drop ≤ 5 points", _repro("slug")),
+            Claim("At matched forget accuracy SLUG keeps ≥ 10 points more retain accuracy than all-layer gradient ascent", _repro("slug")),
+            Claim("The Pareto-chosen layer beats a random layer and the importance-only layer on retain accuracy", _repro("slug")),
+            Claim("One gradient pass over D_f ∪ D_r, ≤ 10 search evaluations, exactly one layer changed, bit-exact revert", _repro("slug")),
+            Claim("Text-to-image: judge accuracy on the forgotten concept falls ≥ 50 points, unrelated concepts within 10", _repro("slug")),
+        ),
     ),
     MethodSpec(
         id="saeuron",

@@ -36,7 +36,7 @@ API_NAMES: dict[str, set[str]] = {
     "prototype": {"prototype_apply", "prototype_run_program", "prototype_undo", "prototype_redo", "prototype_reset",
                   "prototype_spec", "prototype_specify", "prototype_benchmark", "prototype_stop"},
 
-    "slug": set(),
+    "slug": {"slug_targets", "slug_unlearn", "slug_reset", "slug_stop", "slug_t2i"},
 
     "saeuron": set(),
 

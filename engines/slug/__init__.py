@@ -1,0 +1,1 @@
+"""SLUG: targeted unlearning with a single layer unlearning gradient (Cai, Tan, Asif; ICML 2025)."""

@@ -1,0 +1,273 @@
+"""SLUG on a CLIP model: the entry point ``unlearn`` (Alg. 1 of the paper) and the baselines.
+
+1. one pass over D_f for ∇L_f and one over D_r for ∇L_r (no optimiser step);
+2.–4. per-layer importance and alignment, the Pareto front of each tower;
+5.–7. for each Pareto layer a step-size binary search; keep the layer that reaches the forget target with
+the highest retain accuracy (or the deepest Pareto layer, the SD script's rule); apply that single-layer patch.
+Baselines at matched forget accuracy: gradient ascent on all layers, random layers and the
+highest-importance layer with the same search.
+"""
+from __future__ import annotations
+
+import copy
+import dataclasses
+import io
+import time
+
+import numpy as np
+import torch
+from pydantic import BaseModel
+
+from engines.common.context import LocalContext, Subprogress
+from engines.common.params import validate
+
+from .concepts import build_concept
+from .gradients import accumulate_gradients, forget_loss
+from .layers import candidate_names, check_layer, deepest, group_of, score_layers
+from .params import UnlearnParams
+from .search import (Evaluator, SearchFailed, apply_patch, binary_search, changed_parameters, lam_from_rel,
+                     patched, revert_patch, snapshot)
+
+
+class UnlearnResult(BaseModel):
+    model: str
+    target_kind: str
+    target: str
+    task: str
+    utility_task: str
+    classes: list[str]
+    n_forget: int
+    n_retain: int
+    layers: list[dict]  # name, tower, importance, alignment, depth, pareto, numel
+    searched: list[dict]  # one search trace per searched layer
+    chosen: str
+    chosen_names: list[str]
+    rel_step: float
+    lam: float
+    before: dict
+    after: dict
+    changed: list[str]
+    revert_exact: bool
+    patch_ref: str
+    patch_bytes: int
+    cost: dict
+    baselines: list[dict]
+    forget_target: float
+    elapsed_s: float
+
+
+def _nbytes(ts) -> int:
+    return int(sum(t.numel() * t.element_size() for t in ts))
+
+
+def load_clip(ctx, a: float, b: float):
+    from engines.common import zoo
+
+    zc = zoo.load("clip", ctx=zoo.Progress(ctx, a, b))
+    zc.model.eval()
+    return zc
+
+
+def _choose(traces, scores, selection: str):
+    reached = [t for t in traces if t.reached]
+    if not reached:
+        return None
+    if selection == "deepest":
+        return reached[0]
+    return max(reached, key=lambda t: (t.best_row["retain"], t.best_row["utility"], -t.best_row["rel"]))
+
+
+def _search_kw(p) -> dict:
+    return dict(forget_target=p.forget_target, max_evals=p.max_evals, init_rel=p.init_rel_step, max_rel=p.max_rel_step)
+
+
+def unlearn(params: UnlearnParams | dict, ctx=None) -> UnlearnResult:
+    p = validate(UnlearnParams, params)
+    ctx = ctx or LocalContext()
+    t_start = time.perf_counter()
+    torch.manual_seed(p.seed)
+    zc = load_clip(ctx, 0.0, 0.2)
+    model = zc.model
+    if p.layer is not None:
+        check_layer(model, p.layer)
+    ctx.progress(0.2, "building forget / retain sets")
+    concept = build_concept(p.target_kind, p.target, p.n_forget, p.n_retain, p.n_eval, p.min_forget, p.seed)
+    ev = Evaluator(zc, concept)
+    theta0 = snapshot(model)  # θ⁽⁰⁾: never written to; every probe is reverted against it
+    before = ev(None, per_class=True)
+    ctx.check_cancelled()
+
+    # Step 1: one pass each over D_f and D_r.
+    cands = set(candidate_names(model, "both"))
+    gf = accumulate_gradients(zc, concept.forget_images, concept.forget_captions, "forget", p.batch_size, cands,
+                              Subprogress(ctx, 0.22, 0.3))
+    gr = accumulate_gradients(zc, concept.retain_images, concept.retain_captions, "retain", p.batch_size, cands,
+                              Subprogress(ctx, 0.3, 0.4))
+    # Steps 2–4.
+    t0 = time.perf_counter()
+    scores = score_layers(model, gf.grads, gr.grads, p.tower)
+    pareto_s = time.perf_counter() - t0
+    if p.layer is not None:
+        to_search = [p.layer]
+    elif p.selection == "deepest":
+        d = deepest(scores)
+        to_search = [d.name if d else max((s for s in scores if s.pareto), key=lambda s: s.importance).name]
+    else:
+        to_search = [s.name for s in scores if s.pareto]
+    ctx.progress(0.42, f"{len(to_search)} layer(s) to search: " + ", ".join(to_search[:4]))
+
+    # Steps 5–7.
+    traces, search_s = [], {}
+    for i, name in enumerate(to_search):
+        sub = Subprogress(ctx, 0.42 + 0.38 * i / len(to_search), 0.42 + 0.38 * (i + 1) / len(to_search))
+        t0 = time.perf_counter()
+        if p.rel_step is not None:
+            tr = binary_search(model, gf.grads, [name], ev, p.forget_target, 1, p.rel_step, p.rel_step, progress=sub)
+            tr.best = 0  # a manual step is applied whether or not it reaches the target
+        else:
+            tr = binary_search(model, gf.grads, [name], ev, progress=sub, **_search_kw(p))
+        search_s[name] = time.perf_counter() - t0
+        traces.append(tr)
+    chosen = _choose(traces, scores, p.selection)
+    if chosen is None:
+        best = min((r for t in traces for r in t.rows), key=lambda r: r["forget1"])
+        raise SearchFailed(
+            f"the step-size search did not reach forget accuracy ≤ {p.forget_target:.0%} on any of "
+            f"{len(traces)} searched layer(s) within {p.max_evals} evaluations and relative step ≤ {p.max_rel_step:g} "
+            f"(lowest forget accuracy {best['forget1']:.0%} at r = {best['rel']:.3g}); raise max_evals or max_rel_step, "
+            "or relax forget_target")
+    row = chosen.best_row
+
+    # Apply the single-layer patch, check that exactly that layer changed, save it, check the revert.
+    originals = apply_patch(model, gf.grads, chosen.names, row["lam"])
+    after = ev(chosen.names, per_class=True)
+    changed = changed_parameters(model, theta0)
+    if changed != list(chosen.names):
+        raise AssertionError(f"the patch changed {changed}, expected only {chosen.names}")
+    patch_ref, patch_bytes = _save_patch(ctx, model, chosen.names, row)
+    revert_patch(model, originals)
+    revert_exact = not changed_parameters(model, theta0)
+    ctx.progress(0.8, f"chose {chosen.layer}: forget {after['forget1']:.0%}, retain {after['retain']:.0%}")
+
+    cost = dict(
+        forget_batches=gf.batches, retain_batches=gr.batches, optimizer_steps=gf.optimizer_steps + gr.optimizer_steps,
+        grad_examples=gf.examples + gr.examples, grad_s=gf.seconds + gr.seconds, pareto_s=pareto_s,
+        search_evals=sum(len(t.rows) for t in traces), chosen_evals=len(chosen.rows),
+        search_s=sum(search_s.values()), chosen_search_s=search_s[chosen.layer],
+        train_s=gf.seconds + gr.seconds, total_s=gf.seconds + gr.seconds + pareto_s + sum(search_s.values()),
+        state_bytes=_nbytes(gf.grads.values()) + _nbytes(gr.grads.values()) + _nbytes(originals.values()),
+        params_changed=int(sum(t.numel() for t in originals.values())),
+        params_total=int(sum(t.numel() for t in theta0.values())),
+    )
+    baselines = []
+    if p.baselines:
+        baselines = run_baselines(zc, concept, gf.grads, scores, chosen.layer, p, Subprogress(ctx, 0.8, 0.99))
+    ctx.progress(1.0, "done")
+    return UnlearnResult(
+        model=_model_id(), target_kind=p.target_kind, target=concept.name, task=concept.task.name,
+        utility_task=concept.utility.name, classes=concept.task.classes, n_forget=len(concept.forget_images),
+        n_retain=len(concept.retain_images), layers=[s.as_dict() for s in scores],
+        searched=[t.as_dict() for t in traces], chosen=chosen.layer, chosen_names=list(chosen.names),
+        rel_step=row["rel"], lam=row["lam"], before=before, after=after, changed=changed, revert_exact=revert_exact,
+        patch_ref=patch_ref, patch_bytes=patch_bytes, cost=cost, baselines=baselines, forget_target=p.forget_target,
+        elapsed_s=time.perf_counter() - t_start)
+
+
+def _model_id() -> str:
+    from engines.common.zoo.catalog import external_source
+
+    return external_source("clip") or "zoo tiny CLIP"
+
+
+def _save_patch(ctx, model, names, row) -> tuple[str, int]:
+    """The patch: only the updated tensors, as safetensors."""
+    from safetensors.torch import save
+
+    params = dict(model.named_parameters())
+    data = save({n: params[n].detach().cpu().contiguous() for n in names},
+                metadata={"rel_step": f"{row['rel']:.6g}", "lam": f"{row['lam']:.6g}", "method": "SLUG"})
+    return ctx.artifacts.save_bytes("slug_patch.safetensors", data), len(data)
+
+
+# ----------------------------------------------------------------------------- baselines
+
+
+def gradient_ascent(zc, concept, p, progress=None) -> dict:
+    """GA on all layers (official GA.py: AdamW ascent on L_f over D_f), stopped at matched forget accuracy."""
+    model = copy.deepcopy(zc.model)
+    zg = dataclasses.replace(zc, model=model)
+    ev = Evaluator(zg, concept)
+    params = [q for q in model.parameters() if q.requires_grad]
+    opt = torch.optim.AdamW(params, lr=p.ga_lr, weight_decay=0.0)
+    rng = np.random.default_rng(p.seed)
+    n = len(concept.forget_images)
+    order = rng.permutation(n)
+    pos, train_s, row, steps = 0, 0.0, None, 0
+    for step in range(p.ga_max_steps):
+        if pos + p.batch_size > n:
+            order, pos = rng.permutation(n), 0
+        idx = order[pos:pos + p.batch_size]
+        pos += p.batch_size
+        t0 = time.perf_counter()
+        model.train()
+        opt.zero_grad(set_to_none=True)
+        loss = -forget_loss(zg, concept.forget_images[idx], [concept.forget_captions[i] for i in idx])
+        loss.backward()
+        opt.step()
+        with torch.no_grad():
+            model.logit_scale.clamp_(0, float(np.log(100)))
+        model.eval()
+        train_s += time.perf_counter() - t0
+        steps = step + 1
+        row = ev(None)
+        if progress is not None:
+            progress(steps / p.ga_max_steps, f"GA step {steps}: forget {row['forget1']:.2f}, retain {row['retain']:.2f}")
+        if row["forget1"] <= p.forget_target:
+            break
+    n_all = sum(q.numel() for q in params)
+    state = _nbytes(list(model.parameters())) + 3 * _nbytes(params)  # copy + grads + two AdamW moments
+    changed = sum(1 for (a, q), b in zip(model.named_parameters(), zc.model.parameters()) if not torch.equal(q, b))
+    return dict(name="ga", label="GA (all layers)", reached=row["forget1"] <= p.forget_target, steps=steps,
+                grad_examples=steps * min(p.batch_size, n), train_s=train_s, evals=ev.evals, state_bytes=state,
+                params_changed=int(n_all), tensors_changed=int(changed), **{k: row[k] for k in ("forget1", "forget5", "retain", "utility")})
+
+
+def layer_baseline(zc, concept, grads, layer, p, label, name, ev=None) -> dict:
+    ev = ev or Evaluator(zc, concept)
+    t0 = time.perf_counter()
+    tr = binary_search(zc.model, grads, [layer], ev, **_search_kw(p))
+    dt = time.perf_counter() - t0
+    row = tr.best_row or min(tr.rows, key=lambda r: r["forget1"])
+    return dict(name=name, label=label, layer=layer, reached=tr.reached, evals=len(tr.rows), search_s=dt,
+                rel=row["rel"], trace=tr.as_dict(), **{k: row[k] for k in ("forget1", "forget5", "retain", "utility")})
+
+
+def run_baselines(zc, concept, grads, scores, chosen: str, p, progress) -> list[dict]:
+    out = []
+    kinds = list(p.baselines)
+    ev = Evaluator(zc, concept)
+    for i, kind in enumerate(kinds):
+        sub = Subprogress(progress.ctx, progress.start + (progress.stop - progress.start) * i / len(kinds),
+                          progress.start + (progress.stop - progress.start) * (i + 1) / len(kinds))
+        if kind == "ga":
+            out.append(gradient_ascent(zc, concept, p, sub))
+        elif kind == "importance_only":
+            top = max(scores, key=lambda s: s.importance)
+            out.append(layer_baseline(zc, concept, grads, top.name, p, "importance-only layer", kind, ev))
+        elif kind == "random_layer":
+            rng = np.random.default_rng(p.seed + 1)
+            pool = [s.name for s in scores if s.name != chosen]
+            picks = rng.choice(len(pool), size=min(p.n_random, len(pool)), replace=False)
+            rows = []
+            for j, k in enumerate(picks):
+                rows.append(layer_baseline(zc, concept, grads, pool[k], p, "random layer", kind, ev))
+                sub((j + 1) / len(picks), f"random layer {j + 1}/{len(picks)}: {pool[k]}")
+            ok = [r for r in rows if r["reached"]]
+            agg = dict(name=kind, label="random layer (mean)", reached=len(ok) == len(rows), n_reached=len(ok),
+                       n=len(rows), layers=[r["layer"] for r in rows], runs=rows, evals=sum(r["evals"] for r in rows),
+                       search_s=sum(r["search_s"] for r in rows))
+            for key in ("forget1", "forget5", "retain", "utility"):
+                agg[key] = float(np.mean([r[key] for r in rows]))
+            out.append(agg)
+        sub(1.0, f"baseline {kind} done")
+    return out
