@@ -37,7 +37,7 @@ API_NAMES: dict[str, set[str]] = {
 
     "slug": set(),
 
-    "saeuron": set(),
+    "saeuron": {"saeuron_erase", "saeuron_build", "saeuron_benchmark", "saeuron_stop"},
 
     "tailopt": set(),
 
