@@ -149,3 +149,22 @@ def benchmark(params: BenchmarkParams | dict, ctx=None) -> BenchmarkResult:
                            base_object_acc=float((base["object"] == truth["object"]).mean()), mean=summarise(rows),
                            pair=pair, n_images_per_run=len(prompts) * p.samples, plot=plot,
                            seconds=time.perf_counter() - t0)
+
+
+def evaluate_target(b: Bundle, prompts: list[str], truth: dict, base: dict, names: list[str], *, gamma: float, top_m: int,
+                    samples: int, seed: int, steps: int, guidance: float, units: str = "sae",
+                    selection: str = "top_m", percentile: float = 99.5, progress=None) -> dict[str, float]:
+    """UA / IRA / CRA (and the unedited IRA₀ / CRA₀) of erasing ``names`` (same kind) together."""
+    from .params import KIND
+
+    kind = KIND[names[0]]
+    classes = STYLES if kind == "style" else OBJECTS
+    edits = [ConceptEdit(concept=c, gamma=gamma, top_m=top_m, percentile=percentile) for c in names]
+    pr = predict_all(b, prompts, samples, seed, steps, guidance, edits, units=units, top_m_mode=selection,
+                     progress=progress)
+    tg = [classes.index(c) for c in names]
+    m = metrics(pr, truth, kind, tg)
+    m.update(base_metrics(base, truth, kind, tg))
+    m["UA_each"] = {c: metrics(pr, truth, kind, [classes.index(c)])["UA"] for c in names}
+    m["avg"] = (m["UA"] + m["IRA"] + m["CRA"]) / 3
+    return m
