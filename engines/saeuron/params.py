@@ -53,6 +53,8 @@ class BuildParams(Params):
     dead_after_tokens: int | None = Field(None, ge=1000, le=100_000_000)
     stats_seeds: int | None = Field(None, ge=1, le=8, description="validation samples per (object, style) for μ(i,t,c)")
     seed: int = Field(0, ge=0, le=2**31 - 1)
+    sae_dir: str = Field("", max_length=1000, description="use released SAEs from this bcywinski/SAeUron-layout "
+                         "directory instead of training (paper scale); only the statistics are computed")
 
     @field_validator("hook_style", "hook_object")
     @classmethod

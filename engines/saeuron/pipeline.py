@@ -189,7 +189,9 @@ def build(params: BuildParams | dict | None = None, ctx=None) -> BuildResult:
     # 1. Anchor-prompt activations over all sampling steps (conditional branch), cached.
     anchors = anchor_prompts(p, p.colours)
     acts_path = d / "activations.safetensors"
-    if acts_path.exists():
+    if p.sae_dir:
+        acts = {}
+    elif acts_path.exists():
         acts = {k: v.float() for k, v in _load_tensors(acts_path).items() if k != "timesteps"}
         ctx.progress(0.35, "activations loaded from cache")
     else:
@@ -198,9 +200,18 @@ def build(params: BuildParams | dict | None = None, ctx=None) -> BuildResult:
                           Subprogress(ctx, 0.05, 0.35))
         acts = {k: raw[hook_of(p, k)] for k in KINDS}
         _save_tensors(acts_path, {**{k: v.half() for k, v in acts.items()}, "timesteps": ts})
-    # 2. One TopK SAE per hook point.
+    # 2. One TopK SAE per hook point (or the released ones, at paper scale).
     reports, curves = [], {}
-    for j, kind in enumerate(KINDS):
+    if p.sae_dir:
+        from .paper import load_paper_sae
+
+        for kind in KINDS:
+            sae = load_paper_sae(kind, p.sae_dir)
+            sae.save_to_disk(d / kind, extra={"hookpoint": hook_of(p, kind), "source": p.sae_dir})
+            reports.append(SaeReport(kind=kind, hook=hook_of(p, kind), d_in=sae.d_in, num_latents=sae.num_latents,
+                                     k=sae.cfg.k, fvu=-1.0, l0=float(sae.cfg.k), dead_fraction=-1.0,
+                                     tokens=0, steps=0, seconds=0.0))
+    for j, kind in enumerate(KINDS if not p.sae_dir else ()):
         x = acts[kind].reshape(-1, acts[kind].shape[-1]).float()
         cfg = SaeConfig(expansion_factor=p.expansion, k=p.k)
         ts0 = time.perf_counter()

@@ -194,3 +194,17 @@ def test_paper_scale_offline(tmp_path):
         with hooked(unet, {PAPER_HOOKS["style"].removeprefix("unet."): SAeUronHook(plan, tr, sae=small)}, tr):
             out = unet(x, 999, ehs).sample
     assert out.shape == ref.shape and torch.isfinite(out).all() and not torch.allclose(out, ref)
+
+
+def test_build_with_released_sae_directory(bundle, tmp_path):
+    """The paper-scale route on the micro model: SAEs come from a bcywinski/SAeUron-layout directory."""
+    from engines.saeuron.erase import erase
+    from engines.saeuron.paper import write_fake_release
+    from engines.saeuron.pipeline import build
+
+    d_in = bundle.saes["style"].d_in
+    write_fake_release(tmp_path, d_in=d_in, expansion=2, k=3)
+    res = build({"sae_dir": str(tmp_path)})
+    assert [(s.num_latents, s.k) for s in res.saes] == [(2 * d_in, 3)] * 2
+    r = erase({"concepts": [{"concept": "dotted", "gamma": -10}], "n_images": 1, "build": {"sae_dir": str(tmp_path)}})
+    assert r.mean_abs_change > 0
