@@ -243,7 +243,7 @@ def build(params: BuildParams | dict | None = None, ctx=None) -> BuildResult:
     _save_tensors(d / "stats.safetensors", stats)
     ref = None
     try:
-        ref = _curve_plot(ctx, curves)
+        ref = _curve_plot(ctx, curves) if curves else None
     except Exception:  # plotting is a nicety
         pass
     res = BuildResult(key=build_key(p), cached=False, saes=reports, n_anchor_prompts=len(anchors),

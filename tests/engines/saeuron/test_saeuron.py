@@ -159,10 +159,10 @@ def test_bad_inputs(bundle, tmp_path, monkeypatch):
         load_bundle({"styles": ["solid", "striped"], "seed": 5})
     from engines.saeuron import pipeline
 
-    pipeline._BUNDLES.pop(pipeline.build_key(pipeline.resolve_build({"styles": ["solid", "dotted"]})), None)
-    pipeline.build({"styles": ["solid", "dotted"]})
+    small = {"styles": ["solid", "dotted"], "objects": ["circle", "star"]}
+    pipeline.build(small)
     with pytest.raises(ParamError, match="no statistics for concept 'wavy'"):
-        erase({"concepts": [{"concept": "wavy"}], "n_images": 1, "build": {"styles": ["solid", "dotted"]}})
+        erase({"concepts": [{"concept": "wavy"}], "n_images": 1, "build": small})
     with pytest.raises(HookPointError, match="does not exist"):
         locate_block(bundle.pipe.unet, "up_blocks.1.attentions.7")
     monkeypatch.delenv("PAPERLAB_SAEURON_SAE_DIR", raising=False)
@@ -204,7 +204,8 @@ def test_build_with_released_sae_directory(bundle, tmp_path):
 
     d_in = bundle.saes["style"].d_in
     write_fake_release(tmp_path, d_in=d_in, expansion=2, k=3)
-    res = build({"sae_dir": str(tmp_path)})
+    bp = {"sae_dir": str(tmp_path), "styles": ["solid", "dotted"], "objects": ["circle", "star"]}
+    res = build(bp)
     assert [(s.num_latents, s.k) for s in res.saes] == [(2 * d_in, 3)] * 2
-    r = erase({"concepts": [{"concept": "dotted", "gamma": -10}], "n_images": 1, "build": {"sae_dir": str(tmp_path)}})
+    r = erase({"concepts": [{"concept": "dotted", "gamma": -10}], "n_images": 1, "build": bp})
     assert r.mean_abs_change > 0
