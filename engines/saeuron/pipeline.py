@@ -54,6 +54,15 @@ def build_key(p: BuildParams) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
+def acts_path(p: BuildParams, tag: str = "anchors") -> Path:
+    """An activation cache, keyed only by what the collection depends on (SAE settings may change)."""
+    keys = ("hook_style", "hook_object", "styles", "objects", "steps", "guidance", "seed")
+    keys += ("colours",) if tag == "anchors" else ("stats_seeds",)
+    blob = json.dumps({"c": {k: p.model_dump(mode="json")[k] for k in keys}, "t2i": _t2i_dir(), "tag": tag, "v": 1},
+                      sort_keys=True)
+    return get_settings().data_dir / "saeuron" / "activations" / f"{hashlib.sha256(blob.encode()).hexdigest()[:16]}.safetensors"
+
+
 def build_dir(p: BuildParams) -> Path:
     return get_settings().data_dir / "saeuron" / build_key(p)
 
@@ -188,18 +197,20 @@ def build(params: BuildParams | dict | None = None, ctx=None) -> BuildResult:
     hooks = [hook_of(p, k) for k in KINDS]
     # 1. Anchor-prompt activations over all sampling steps (conditional branch), cached.
     anchors = anchor_prompts(p, p.colours)
-    acts_path = d / "activations.safetensors"
+    apath = acts_path(p)
     if p.sae_dir:
         acts = {}
-    elif acts_path.exists():
-        acts = {k: v.float() for k, v in _load_tensors(acts_path).items() if k != "timesteps"}
+    elif apath.exists():
+        acts = {k: v.float() for k, v in _load_tensors(apath).items() if k != "timesteps"}
         ctx.progress(0.35, "activations loaded from cache")
     else:
         ctx.progress(0.05, f"collecting activations of {len(anchors)} anchor prompts × {p.steps} steps")
         raw, ts = collect(pipe, [a[0] for a in anchors], hooks, p.steps, p.guidance, p.seed,
                           Subprogress(ctx, 0.05, 0.35))
         acts = {k: raw[hook_of(p, k)] for k in KINDS}
-        _save_tensors(acts_path, {**{k: v.half() for k, v in acts.items()}, "timesteps": ts})
+        apath.parent.mkdir(parents=True, exist_ok=True)
+        _save_tensors(apath, {**{k: v.half() for k, v in acts.items()}, "timesteps": ts})
+        acts = {k: v.half().float() for k, v in acts.items()}  # train on exactly what the cache holds
     # 2. One TopK SAE per hook point (or the released ones, at paper scale).
     reports, curves = [], {}
     if p.sae_dir:
@@ -231,7 +242,14 @@ def build(params: BuildParams | dict | None = None, ctx=None) -> BuildResult:
     #    averaged over spatial positions → μ [P, T, n] per hook point.
     ctx.progress(0.75, "computing concept statistics μ(i, t, c)")
     val = anchor_prompts(p, p.stats_seeds, offset=5)
-    raw, ts = collect(pipe, [v[0] for v in val], hooks, p.steps, p.guidance, p.seed + 7919, Subprogress(ctx, 0.75, 0.97))
+    vpath = acts_path(p, "validation")
+    if vpath.exists():
+        vt = _load_tensors(vpath)
+        raw, ts = {h: vt[h].float() for h in hooks}, vt["timesteps"]
+    else:
+        raw, ts = collect(pipe, [v[0] for v in val], hooks, p.steps, p.guidance, p.seed + 7919, Subprogress(ctx, 0.75, 0.97))
+        vpath.parent.mkdir(parents=True, exist_ok=True)
+        _save_tensors(vpath, {**raw, "timesteps": ts})
     stats = {"timesteps": ts, "label_style": torch.tensor([v[2] for v in val]), "label_object": torch.tensor([v[1] for v in val])}
     for kind in KINDS:
         sae = TopKSae.load_from_disk(d / kind)
