@@ -223,7 +223,7 @@ def build() -> None:
     outputs = [job_id, grid, judges, hist, heat, table, status]
     ev1 = erase_btn.click(run_erase, inputs, outputs, api_name="saeuron_erase")
     live = [s.release(run_erase, inputs, outputs, api_visibility="private", trigger_mode="always_last")
-            for s in row_inputs[::4]]
+            for s in row_inputs]
     concepts.change(_rows_for, concepts, [x for pair in zip(row_boxes, row_titles) for x in pair],
                     api_visibility="private")
     ev2 = build_btn.click(run_build, None, [job_id, curve, build_md], api_name="saeuron_build")
