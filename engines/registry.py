@@ -283,6 +283,20 @@ METHODS: list[MethodSpec] = [
         paper=Paper("SAeUron: Interpretable Concept Unlearning in Diffusion Models with Sparse Autoencoders", "Bartosz Cywiński, Kamil Deja", arxiv="2501.18052", code_url="https://github.com/cywinski/SAeUron"),
         summary="A sparse autoencoder trained on a diffusion model's activations exposes interpretable features. Scaling down the few features of one concept erases it from generated images without touching the model's weights.",
         try_it="Pick a style or object, drag the erasure slider and watch the concept leave the generated images.",
+        status="available",
+        entries={
+            "build": Entry("engines.saeuron.pipeline:build", "engines.saeuron.params:BuildParams"),
+            "erase": Entry("engines.saeuron.erase:erase", "engines.saeuron.params:EraseParams"),
+            "benchmark": Entry("engines.saeuron.benchmark:benchmark", "engines.saeuron.params:BenchmarkParams"),
+        },
+        claims=(
+            Claim("SAE contract: per-token L0 = k, FVU ≤ 0.25, upstream cfg.json + sae.safetensors round trip", _repro("saeuron")),
+            Claim("Nothing selected: hooked generation equals unhooked (max |Δ| < 1e-4)", _repro("saeuron")),
+            Claim("Style erasure: UA ≥ 0.80, IRA ≥ 0.85·IRA₀, CRA ≥ 0.90·CRA₀", _repro("saeuron")),
+            Claim("SAeUron beats raw-channel ablation by ≥ 5 points of avg(UA, IRA, CRA)", _repro("saeuron")),
+            Claim("Two styles at once with one SAE: UA ≥ 0.70 on both", _repro("saeuron")),
+            Claim("Paper-scale SAE (d_in 1280, n 20480, k 32) loads and hooks an SD-structured UNet offline", _repro("saeuron")),
+        ),
     ),
     MethodSpec(
         id="tailopt",

@@ -38,7 +38,7 @@ API_NAMES: dict[str, set[str]] = {
 
     "slug": {"slug_targets", "slug_unlearn", "slug_reset", "slug_stop", "slug_t2i"},
 
-    "saeuron": set(),
+    "saeuron": {"saeuron_erase", "saeuron_build", "saeuron_benchmark", "saeuron_stop"},
 
     "tailopt": set(),
 
