@@ -1,0 +1,318 @@
+"""Training: data synthesis, the frozen encoders (tiny CLAP, mel autoencoder, audio classifier), then the
+conditional latent diffusion model with its single-head object attention (Sec. 3.2), cached on disk.
+
+The base models (CLAP, autoencoder, classifier) are shared by the dot-product model and the additive-
+attention ablation; each diffusion model is keyed by its own configuration. Everything is cached under
+``<data_dir>/object_audio/<hash>/`` as safetensors plus ``meta.json`` (the training-attention statistics
+the mask substitution rescales to).
+"""
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import time
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from engines.common.settings import get_settings
+
+from . import scenes as S
+from . import sounds
+
+CODE_VERSION = 1
+
+
+@dataclass(frozen=True)
+class BaseConfig:
+    n_scenes: int = 2000
+    n_single: int = 120  # single-source clips per class (classifier, CLAP)
+    clap_steps: int = 400
+    ae_steps: int = 800
+    cls_steps: int = 400
+    batch: int = 64
+    ae_width: int = 32
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class DiffusionConfig:
+    attention: str = "dot"  # "dot" (the paper) or "additive" (ablation)
+    steps: int = 1500
+    batch: int = 32
+    lr: float = 3e-4  # from scratch (the paper fine-tunes AudioLDM at 1e-4)
+    channels: tuple[int, ...] = (32, 64)
+    d_k: int = 64
+    cond_drop: float = 0.1  # classifier-free guidance: condition dropped 10 % of the time
+    seed: int = 0
+
+
+MICRO_BASE = BaseConfig(n_scenes=48, n_single=8, clap_steps=15, ae_steps=20, cls_steps=20, batch=16, ae_width=8)
+MICRO_DIFF = DiffusionConfig(steps=12, batch=8, channels=(16, 32), d_k=16)
+
+
+def default_configs(attention: str = "dot") -> tuple[BaseConfig, DiffusionConfig]:
+    if get_settings().profile == "test":
+        return MICRO_BASE, DiffusionConfig(**{**asdict(MICRO_DIFF), "attention": attention})
+    return BaseConfig(), DiffusionConfig(attention=attention)
+
+
+def _hash(*objs) -> str:
+    blob = json.dumps([asdict(o) for o in objs] + [CODE_VERSION, get_settings().profile], sort_keys=True)
+    return hashlib.sha1(blob.encode()).hexdigest()[:12]
+
+
+def cache_root() -> Path:
+    return get_settings().data_dir / "object_audio"
+
+
+def base_dir(b: BaseConfig) -> Path:
+    return cache_root() / f"base-{_hash(b)}"
+
+
+def diffusion_dir(b: BaseConfig, d: DiffusionConfig) -> Path:
+    """Keyed by the base and diffusion configs and by the CLIP whose patch features it was trained on."""
+    return cache_root() / f"{d.attention}-{_hash(b, d)}-clip{clip_key()[:8]}"
+
+
+@contextmanager
+def _lock(path: Path):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(str(path) + ".lock", "w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def _report(ctx, frac: float, msg: str) -> None:
+    if ctx is not None:
+        ctx.check_cancelled()
+        ctx.progress(frac, msg)
+
+
+# The zoo's default tiny CLIP takes ~2 h to train on 2 shared cores; this method uses the same
+# architecture and data with a shorter schedule, built and cached by the zoo like any zoo model
+# (deterministic: the cache key does not depend on what else happens to be built).
+# PAPERLAB_OBJECT_AUDIO_CLIP=default switches to the zoo's profile default (or PAPERLAB_CLIP_MODEL).
+CLIP_SHORT = {"steps": 300, "batch_size": 64, "fashion": False}
+
+
+def clip_config():
+    import os
+
+    if get_settings().profile == "test" or os.environ.get("PAPERLAB_OBJECT_AUDIO_CLIP") == "default":
+        return None
+    return CLIP_SHORT
+
+
+def clip_model():
+    from engines.common import zoo
+
+    return zoo.load("clip", config=clip_config(), shared=True)
+
+
+def clip_key() -> str:
+    from engines.common import zoo
+
+    return zoo.model_dir("clip", clip_config()).name
+
+
+def patch_features(images: np.ndarray, batch: int = 256):
+    """Frozen tiny-CLIP patch features (N, P, D) of uint8 images."""
+    import torch
+
+    clip = clip_model()
+    out = []
+    with torch.no_grad():
+        for i in range(0, len(images), batch):
+            out.append(clip.patch_features(np.ascontiguousarray(images[i:i + batch])).float())
+    return torch.cat(out)
+
+
+# ----------------------------------------------------------------------------- data
+
+
+def single_source_set(n_per_class: int, seed: int):
+    """Single-source clips: (log-mel (N, 64, 96), labels (N,))."""
+    rng = np.random.default_rng([seed, 5])
+    waves, labels = [], []
+    for c, name in enumerate(sounds.CLASSES):
+        for _ in range(n_per_class):
+            waves.append(0.9 * sounds.class_clip(name, rng))
+            labels.append(c)
+    return sounds.log_mel(np.stack(waves)), np.array(labels)
+
+
+def scene_dataset(n: int, seed: int):
+    """Training scenes with their sounding subsets: images, captions, log-mels, multi-hot labels."""
+    sc = S.make_scenes(n, seed=seed)
+    samples = S.training_samples(sc, seed=seed)
+    caps = [s[1] for s in samples]
+    mel = sounds.log_mel(np.stack([s[2] for s in samples]))
+    multi = np.zeros((n, len(sounds.CLASSES)), np.float32)
+    for i, (pick, _, _) in enumerate(samples):
+        for j in pick:
+            multi[i, sounds.CLASSES.index(sc.kinds[i][j])] = 1
+    return sc, caps, mel, multi
+
+
+# ----------------------------------------------------------------------------- training loops
+
+
+def _adamw(params, lr):
+    import torch
+
+    return torch.optim.AdamW(params, lr=lr, betas=(0.95, 0.999), weight_decay=1e-3)
+
+
+def train_base(b: BaseConfig, ctx=None, span=(0.0, 1.0)) -> dict:
+    """Train CLAP, the mel autoencoder and the classifier; save them. → metrics."""
+    import torch
+    import torch.nn.functional as F
+    from safetensors.torch import save_file
+
+    from .models import AudioClassifier, MelAutoencoder, TinyCLAP
+
+    a, z = span
+    P = lambda f, m: _report(ctx, a + (z - a) * f, m)  # noqa: E731
+    torch.manual_seed(b.seed)
+    t0 = time.perf_counter()
+    P(0.0, "synthesising scenes and sounds")
+    _, caps, mel, multi = scene_dataset(b.n_scenes, b.seed)
+    smel, slab = single_source_set(b.n_single, b.seed)
+    names = [sounds.CLASSES[i] for i in slab]
+    rng = np.random.default_rng(b.seed)
+    n_sc, n_si = len(mel), len(smel)
+    # --- CLAP: InfoNCE on single-source clips and on scene mixtures with their captions
+    clap = TinyCLAP(width=64 if b.batch >= 32 else 16, dim=64, audio_width=16 if b.batch >= 32 else 8)
+    opt = _adamw(clap.parameters(), 1e-3)
+    for s in range(b.clap_steps):
+        i = rng.integers(0, n_si, b.batch // 2)
+        j = rng.integers(0, n_sc, b.batch // 2)
+        m = torch.cat([smel[i], mel[j]])
+        t = [names[k] for k in i] + [caps[k] for k in j]
+        loss = clap.loss(m, t)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        if s % 20 == 0:
+            P(0.05 + 0.25 * s / b.clap_steps, f"CLAP step {s}/{b.clap_steps}: InfoNCE {loss.item():.3f}")
+    # --- audio classifier (multi-label), the ACC judge
+    cls = AudioClassifier(width=32 if b.batch >= 32 else 8)
+    opt = _adamw(cls.parameters(), 1e-3)
+    onehot = F.one_hot(torch.as_tensor(slab), len(sounds.CLASSES)).float()
+    allmel, alltgt = torch.cat([smel, mel]), torch.cat([onehot, torch.as_tensor(multi)])
+    for s in range(b.cls_steps):
+        i = rng.integers(0, len(allmel), b.batch)
+        loss = F.binary_cross_entropy_with_logits(cls(allmel[i] + 0.03 * torch.randn_like(allmel[i])), alltgt[i])
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        if s % 20 == 0:
+            P(0.3 + 0.25 * s / b.cls_steps, f"classifier step {s}/{b.cls_steps}: BCE {loss.item():.3f}")
+    # --- mel autoencoder
+    ae = MelAutoencoder(width=b.ae_width)
+    opt = _adamw(ae.parameters(), 2e-3)
+    for s in range(b.ae_steps):
+        i = rng.integers(0, len(allmel), b.batch)
+        x = allmel[i]
+        rec = ae.decode(ae.encode(x))
+        loss = F.l1_loss(rec, x) + F.mse_loss(rec, x)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        if s % 20 == 0:
+            P(0.55 + 0.4 * s / b.ae_steps, f"autoencoder step {s}/{b.ae_steps}: recon {loss.item():.4f}")
+    with torch.no_grad():
+        ae.scale.fill_(float(ae.enc(allmel[:512].unsqueeze(1)).std()))
+        rec_err = float(F.l1_loss(ae.decode(ae.encode(mel[:256])), mel[:256]))
+    d = base_dir(b)
+    d.mkdir(parents=True, exist_ok=True)
+    save_file({k: v.contiguous() for k, v in clap.state_dict().items()}, d / "clap.safetensors")
+    save_file({k: v.contiguous() for k, v in cls.state_dict().items()}, d / "classifier.safetensors")
+    save_file({k: v.contiguous() for k, v in ae.state_dict().items()}, d / "autoencoder.safetensors")
+    meta = dict(config=asdict(b), ae_l1=rec_err, train_s=time.perf_counter() - t0,
+                clap_width=64 if b.batch >= 32 else 16, clap_audio_width=16 if b.batch >= 32 else 8,
+                cls_width=32 if b.batch >= 32 else 8)
+    (d / "meta.json").write_text(json.dumps(meta, indent=1))
+    P(1.0, "base models trained")
+    return meta
+
+
+def train_diffusion(b: BaseConfig, dc: DiffusionConfig, base, ctx=None, span=(0.0, 1.0)) -> dict:
+    """Train the object attention + UNet jointly with ε-prediction and 10 % condition dropout."""
+    import torch
+    from safetensors.torch import save_file
+
+    from .models import ObjectAttention, make_schedulers, make_unet
+
+    a, z = span
+    P = lambda f, m: _report(ctx, a + (z - a) * f, m)  # noqa: E731
+    torch.manual_seed(dc.seed)
+    t0 = time.perf_counter()
+    P(0.0, "encoding the training scenes (CLIP patches, CLAP text, mel latents)")
+    sc, caps, mel, _ = scene_dataset(b.n_scenes, b.seed)
+    feats = patch_features(sc.images)
+    with torch.no_grad():
+        q = base.clap.encode_text(caps)
+        lat = torch.cat([base.ae.encode(mel[i:i + 256]) for i in range(0, len(mel), 256)])
+    n, n_p, vdim = feats.shape
+    attn = ObjectAttention(text_dim=q.shape[1], vis_dim=vdim, d_k=dc.d_k, patches=n_p, out_dim=64, kind=dc.attention)
+    unet = make_unet(dc.channels, cross_dim=64, latent_channels=lat.shape[1])
+    ddpm, _ = make_schedulers()
+    params = list(attn.parameters()) + list(unet.parameters())
+    opt = _adamw(params, dc.lr)
+    rng = np.random.default_rng(dc.seed)
+    var_ema, losses = None, []
+    for s in range(dc.steps):
+        i = torch.as_tensor(rng.integers(0, n, dc.batch))
+        c, w = attn(feats[i], query=q[i])
+        drop = torch.rand(len(i), 1, 1) < dc.cond_drop
+        c = torch.where(drop, torch.zeros_like(c), c)
+        x0 = lat[i]
+        noise = torch.randn_like(x0)
+        t = torch.randint(0, ddpm.config.num_train_timesteps, (len(i),))
+        eps = unet(ddpm.add_noise(x0, noise, t), t, encoder_hidden_states=c).sample
+        loss = (eps - noise).pow(2).mean()
+        opt.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(params, 1.0)
+        opt.step()
+        v = float(w.detach().var(dim=1, unbiased=False).mean())
+        var_ema = v if var_ema is None else 0.98 * var_ema + 0.02 * v
+        losses.append(float(loss))
+        if s % 10 == 0:
+            P(0.1 + 0.88 * s / dc.steps, f"diffusion ({dc.attention}) step {s}/{dc.steps}: "
+              f"loss {np.mean(losses[-50:]):.4f}, attention var {var_ema:.2e}")
+    d = diffusion_dir(b, dc)
+    d.mkdir(parents=True, exist_ok=True)
+    save_file({k: v.contiguous() for k, v in attn.state_dict().items()}, d / "attention.safetensors")
+    save_file({k: v.contiguous() for k, v in unet.state_dict().items()}, d / "unet.safetensors")
+    meta = dict(config=asdict(dc), attention_var=var_ema, attention_mean=1.0 / n_p, patches=n_p, vis_dim=vdim,
+                text_dim=int(q.shape[1]), latent_channels=int(lat.shape[1]), final_loss=float(np.mean(losses[-50:])),
+                loss_curve=[float(np.mean(losses[k:k + 25])) for k in range(0, len(losses), 25)],
+                train_s=time.perf_counter() - t0)
+    (d / "meta.json").write_text(json.dumps(meta, indent=1))
+    P(1.0, f"diffusion ({dc.attention}) trained")
+    return meta
+
+
+def ensure_trained(b: BaseConfig, dc: DiffusionConfig, ctx=None, span=(0.0, 1.0), force: bool = False):
+    """Train whatever is missing (under a file lock) and return the loaded bundle."""
+    from .bundle import load_base, load_bundle
+
+    a, z = span
+    bd, dd = base_dir(b), diffusion_dir(b, dc)
+    with _lock(bd):
+        if force or not (bd / "meta.json").exists():
+            train_base(b, ctx, (a, a + 0.3 * (z - a)))
+    base = load_base(b)
+    with _lock(dd):
+        if force or not (dd / "meta.json").exists():
+            train_diffusion(b, dc, base, ctx, (a + 0.3 * (z - a), z))
+    return load_bundle(b, dc)
