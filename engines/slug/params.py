@@ -58,7 +58,7 @@ class UnlearnParams(SearchParams):
     n_eval: int = Field(600, ge=20, le=20_000, description="held-out images for forget/retain accuracy")
     batch_size: int = Field(64, ge=1, le=1024)
     baselines: tuple[Baseline, ...] = Field((), description="also run these, at matched forget accuracy")
-    ga_lr: float = Field(1e-4, gt=0.0, le=1.0, description="AdamW learning rate of the GA baseline")
+    ga_lr: float = Field(1e-5, gt=0.0, le=1.0, description="AdamW learning rate of the GA baseline (code: 1e-5)")
     ga_max_steps: int = Field(200, ge=1, le=10_000)
     n_random: int = Field(3, ge=1, le=20, description="random layers drawn for the random-layer baseline")
     seed: int = Field(0, ge=0, le=2**31 - 1)

@@ -101,6 +101,18 @@ class Evaluator:
         return [class_embeddings(self.zc, t.prompts) for t in (self.c.task, self.c.utility)]
 
     @torch.no_grad()
+    def forget_accuracy(self) -> float:
+        """Forget accuracy@1 only (images of the concept, all towers recomputed): GA's per-step stopping check."""
+        self.evals += 1
+        was = self.zc.model.training
+        self.zc.model.eval()
+        fm = self.c.task.labels == self.c.index
+        img = self.zc.encode_images(self.c.task.images[fm])
+        cls = class_embeddings(self.zc, self.c.task.prompts)
+        self.zc.model.train(was)
+        return float(((img @ cls.T).argmax(1).cpu().numpy() == self.c.index).mean())
+
+    @torch.no_grad()
     def __call__(self, changed: list[str] | None = None, per_class: bool = False) -> dict:
         self.evals += 1
         towers = {tower_of(n) for n in changed} if changed is not None else {"vision", "text"}

@@ -219,11 +219,12 @@ def gradient_ascent(zc, concept, p, progress=None) -> dict:
         model.eval()
         train_s += time.perf_counter() - t0
         steps = step + 1
-        row = ev(None)
+        fa = ev.forget_accuracy()
         if progress is not None:
-            progress(steps / p.ga_max_steps, f"GA step {steps}: forget {row['forget1']:.2f}, retain {row['retain']:.2f}")
-        if row["forget1"] <= p.forget_target:
+            progress(steps / p.ga_max_steps, f"GA step {steps}: forget {fa:.2f}")
+        if fa <= p.forget_target:
             break
+    row = ev(None)
     n_all = sum(q.numel() for q in params)
     state = _nbytes(list(model.parameters())) + 3 * _nbytes(params)  # copy + grads + two AdamW moments
     changed = sum(1 for (a, q), b in zip(model.named_parameters(), zc.model.parameters()) if not torch.equal(q, b))
