@@ -25,8 +25,8 @@ from .sae import TopKSae, evaluate_fvu
 from .scores import concept_means, empty_plan, heavy_tail_share, importance, select_features
 
 QUICK = dict(samples=1, val_samples=1, gammas=(-5.0,), top_ms=(4,), obj_targets=2, obj_gammas=(-5.0,), val_styles=2)
-FULL = dict(samples=2, val_samples=1, gammas=(-1.0, -5.0, -15.0), top_ms=(4, 8), obj_targets=5,
-            obj_gammas=(-1.0, -5.0, -15.0, -30.0), val_styles=4)
+FULL = dict(samples=1, val_samples=1, gammas=(-1.0, -5.0, -15.0), top_ms=(4, 8), obj_targets=4,
+            obj_gammas=(-5.0, -15.0, -30.0), val_styles=3)
 TEST_SEED, VAL_SEED = 50_000, 90_000
 
 
