@@ -267,7 +267,13 @@ def main(argv: list[str] | None = None) -> None:
               "", "| object | γ | UA | IRA | CRA |", "|---|---|---|---|---|"]
     lines += [f"| {r['target']} | {r['gamma']:g} | {r['UA']:.2f} | {r['IRA']:.2f} | {r['CRA']:.2f} |" for r in orows]
     rep.section("\n".join(lines))
-    return rep.write("PAPERLAB_PROFILE=test make reproduce METHOD=saeuron (micro models)" if micro else None)
+    if micro:
+        command = "PAPERLAB_PROFILE=test make reproduce METHOD=saeuron (micro models)"
+    elif cfg is QUICK:
+        command = "python -c 'from engines.saeuron.reproduce import main; main([\"--quick\"])' (reduced γ / m grid)"
+    else:
+        command = None
+    return rep.write(command)
 
 
 def _examples(b, bp, gamma: float, top_m: int):
