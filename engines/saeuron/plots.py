@@ -61,7 +61,7 @@ def score_histograms(diag: dict, cap_step: int, steps: int):
     return fig
 
 
-def heatmaps(diag: dict, images: np.ndarray, classes: dict, max_feats: int = 4, max_images: int = 4):
+def heatmaps(diag: dict, images: np.ndarray, classes: dict, max_feats: int = 3, max_images: int = 4):
     rows = []
     for kind, (info, cap, plan) in diag.items():
         if cap is None or cap.z is None or cap.feats is None or len(cap.feats) == 0:

@@ -25,8 +25,8 @@ from .sae import TopKSae, evaluate_fvu
 from .scores import concept_means, empty_plan, heavy_tail_share, importance, select_features
 
 QUICK = dict(samples=1, val_samples=1, gammas=(-5.0,), top_ms=(4,), obj_targets=2, obj_gammas=(-5.0,), val_styles=2)
-FULL = dict(samples=2, val_samples=1, gammas=(-1.0, -5.0, -15.0), top_ms=(4, 8), obj_targets=5,
-            obj_gammas=(-1.0, -5.0, -15.0, -30.0), val_styles=4)
+FULL = dict(samples=1, val_samples=1, gammas=(-1.0, -5.0, -15.0), top_ms=(4, 8), obj_targets=4,
+            obj_gammas=(-5.0, -15.0, -30.0), val_styles=3)
 TEST_SEED, VAL_SEED = 50_000, 90_000
 
 
@@ -131,6 +131,13 @@ def main(argv: list[str] | None = None) -> None:
     torch.set_num_threads(1)
     cfg = QUICK if ("--quick" in argv or get_settings().profile == "test") else FULL
     rep = Report("saeuron", "SAeUron: concept unlearning in diffusion models with sparse autoencoders")
+    micro = get_settings().profile == "test"
+    if micro:
+        rep.section("**Micro models (PAPERLAB_PROFILE=test).** This page was produced with the test profile's micro zoo "
+                    "models (a few training steps each): the text-to-image model does not render the concepts and the "
+                    "judges are near chance, so checks 3-6 and the object row are *not* evidence about the method; they "
+                    "show that the measurement pipeline runs end to end. Checks 1, 2, 7 and 8 are model-independent. "
+                    "Run `make reproduce METHOD=saeuron` (default profile) once the zoo's default models are cached.")
     res = build({}, ctx=None)
     bp = resolve_build({})
     b = load_bundle({})
@@ -177,16 +184,21 @@ def main(argv: list[str] | None = None) -> None:
         for units, gm in (("sae", g_sae), ("raw", g_raw)):
             m = evaluate_target(b, test_prompts, tt, base_test, [s], gamma=gm, top_m=m_sae, samples=cfg["samples"],
                                 seed=TEST_SEED, steps=steps, guidance=g, units=units)
-            rows[units].append(dict(target=s, **{k: m[k] for k in ("UA", "IRA", "CRA", "IRA0", "CRA0", "avg")}))
+            rows[units].append(dict(target=s, UA0=1 - m["acc_target0"],
+                                    **{k: m[k] for k in ("UA", "IRA", "CRA", "IRA0", "CRA0", "avg")}))
             print(f"  test {units} {s}: UA {m['UA']:.2f} IRA {m['IRA']:.2f} CRA {m['CRA']:.2f}", flush=True)
-    mean = {u: {k: float(np.mean([r[k] for r in rs])) for k in ("UA", "IRA", "CRA", "IRA0", "CRA0", "avg")} for u, rs in rows.items()}
+    mean = {u: {k: float(np.mean([r[k] for r in rs])) for k in ("UA", "IRA", "CRA", "IRA0", "CRA0", "avg", "UA0")}
+            for u, rs in rows.items()}
     S = mean["sae"]
     in01 = all(0 <= r[k] <= 1 for rs in rows.values() for r in rs for k in ("UA", "IRA", "CRA"))
-    rep.claim("Check 4 — style erasure (mean over styles): UA ≥ 0.80, IRA ≥ 0.85·IRA₀, CRA ≥ 0.90·CRA₀, metrics in [0, 1]",
+    rep.claim("Check 4 — style erasure (mean over styles): UA ≥ 0.80, IRA ≥ 0.85·IRA₀, CRA ≥ 0.90·CRA₀, metrics in [0, 1] "
+              "(and the unedited model renders the styles: UA₀ ≤ 0.5)",
               "UA 95.80 / IRA 99.10 / CRA 99.40 (%)",
               f"UA {S['UA']:.3f}, IRA {S['IRA']:.3f} (IRA₀ {S['IRA0']:.3f}), CRA {S['CRA']:.3f} (CRA₀ {S['CRA0']:.3f}); "
-              f"γ = {g_sae}, {m_sae} features/step chosen on validation seeds; {len(test_prompts) * cfg['samples']} test images per style",
-              S["UA"] >= 0.80 and S["IRA"] >= 0.85 * S["IRA0"] and S["CRA"] >= 0.90 * S["CRA0"] and in01)
+              f"γ = {g_sae}, {m_sae} features/step chosen on validation seeds; {len(test_prompts) * cfg['samples']} test images per "
+              f"style; unedited accuracy on the target styles {1 - mean['sae']['UA0']:.2f} (so UA₀ = {mean['sae']['UA0']:.2f})",
+              S["UA"] >= 0.80 and S["IRA"] >= 0.85 * S["IRA0"] and S["CRA"] >= 0.90 * S["CRA0"] and in01
+              and S["UA0"] <= 0.5)  # guard: the unedited model must render the styles (else UA is trivially high)
     R = mean["raw"]
     rep.claim("Check 5 — SAeUron beats raw-channel ablation at equal budget by ≥ 5 points of avg(UA, IRA, CRA)",
               "SAE features more selective than neurons",
@@ -199,8 +211,8 @@ def main(argv: list[str] | None = None) -> None:
     rep.claim(f"Check 6 — two styles at once with one SAE ({' + '.join(pair)}): UA ≥ 0.70 on both, IRA ≥ 0.80 on the rest",
               "sequential / multi-style unlearning stays stable",
               f"UA {', '.join(f'{k} {v:.2f}' for k, v in pm['UA_each'].items())}; IRA {pm['IRA']:.2f} (IRA₀ {pm['IRA0']:.2f}); "
-              f"CRA {pm['CRA']:.2f}",
-              min(pm["UA_each"].values()) >= 0.70 and pm["IRA"] >= 0.80)
+              f"CRA {pm['CRA']:.2f}; UA₀ {1 - pm['acc_target0']:.2f}",
+              min(pm["UA_each"].values()) >= 0.70 and pm["IRA"] >= 0.80 and 1 - pm["acc_target0"] <= 0.5)
     ss = score_sanity(b, m_sae)
     rep.claim("Check 3 — score sanity: score tensor [T, n]; selected features fire more on the target than on every other concept",
               "features specific to the concept", f"shape {ss['shape']}; {100 * ss['frac']:.1f}% of {ss['n']} selections "
@@ -226,15 +238,16 @@ def main(argv: list[str] | None = None) -> None:
                                      seed=VAL_SEED, steps=steps, guidance=g)["avg"], gm) for gm in cfg["obj_gammas"]))
         m = evaluate_target(b, test_prompts, tt, base_test, [o], gamma=best[1], top_m=m_sae, samples=cfg["samples"],
                             seed=TEST_SEED, steps=steps, guidance=g)
-        orows.append(dict(target=o, gamma=best[1], **{k: m[k] for k in ("UA", "IRA", "CRA", "IRA0", "CRA0", "avg")}))
+        orows.append(dict(target=o, gamma=best[1], UA0=1 - m["acc_target0"],
+                          **{k: m[k] for k in ("UA", "IRA", "CRA", "IRA0", "CRA0", "avg")}))
         print(f"  object {o}: γ={best[1]} UA {m['UA']:.2f} IRA {m['IRA']:.2f} CRA {m['CRA']:.2f}", flush=True)
-    O = {k: float(np.mean([r[k] for r in orows])) for k in ("UA", "IRA", "CRA", "IRA0", "CRA0")}
+    O = {k: float(np.mean([r[k] for r in orows])) for k in ("UA", "IRA", "CRA", "IRA0", "CRA0", "UA0")}
     rep.claim(f"Object erasure (harder case; γ per object from {list(cfg['obj_gammas'])} on validation seeds): "
               "UA ≥ 0.80, IRA ≥ 0.85·IRA₀, CRA ≥ 0.90·CRA₀",
               "UA 78.82 / IRA 95.47 / CRA 95.58 (%)",
               f"{len(objs)} objects: UA {O['UA']:.3f}, IRA {O['IRA']:.3f} (IRA₀ {O['IRA0']:.3f}), CRA {O['CRA']:.3f} "
-              f"(CRA₀ {O['CRA0']:.3f}); γ chosen: " + ", ".join(f"{r['target']} {r['gamma']:g}" for r in orows),
-              O["UA"] >= 0.80 and O["IRA"] >= 0.85 * O["IRA0"] and O["CRA"] >= 0.90 * O["CRA0"])
+              f"(CRA₀ {O['CRA0']:.3f}), UA₀ {O['UA0']:.2f}; γ chosen: " + ", ".join(f"{r['target']} {r['gamma']:g}" for r in orows),
+              O["UA"] >= 0.80 and O["IRA"] >= 0.85 * O["IRA0"] and O["CRA"] >= 0.90 * O["CRA0"] and O["UA0"] <= 0.5)
 
     rep.figure(plots.benchmark_bars(rows["sae"], "SAeUron: style erasure per target (test seeds)"), "styles",
                "UA / IRA / CRA of SAeUron per erased style (judges on the tiny model's generations).")
@@ -254,7 +267,13 @@ def main(argv: list[str] | None = None) -> None:
               "", "| object | γ | UA | IRA | CRA |", "|---|---|---|---|---|"]
     lines += [f"| {r['target']} | {r['gamma']:g} | {r['UA']:.2f} | {r['IRA']:.2f} | {r['CRA']:.2f} |" for r in orows]
     rep.section("\n".join(lines))
-    return rep.write()
+    if micro:
+        command = "PAPERLAB_PROFILE=test make reproduce METHOD=saeuron (micro models)"
+    elif cfg is QUICK:
+        command = "python -c 'from engines.saeuron.reproduce import main; main([\"--quick\"])' (reduced γ / m grid)"
+    else:
+        command = None
+    return rep.write(command)
 
 
 def _examples(b, bp, gamma: float, top_m: int):

@@ -22,10 +22,16 @@ def test_saeuron_tab(live_app, browser_page):
     page = browser_page
     open_tab_any(page, live_app, TAB)
     page.locator("#saeuron_build").click()
-    page.locator("#saeuron_build_md").get_by_text("FVU").first.wait_for(timeout=120_000)
+    page.locator("#saeuron_build_md").get_by_text("FVU").first.wait_for(timeout=180_000)
+    box = page.locator("#saeuron_concepts input")
+    box.click()
+    box.fill("star")
+    page.get_by_role("option", name="star (object)").click()
+    page.get_by_text("Erase 'star'").wait_for()  # a second row of sliders appears
     page.locator("#saeuron_erase").click()
-    page.locator("#saeuron_status").get_by_text("Done in").wait_for(timeout=60_000)
+    page.locator("#saeuron_status").get_by_text("Done in").wait_for(timeout=180_000)  # the first job loads the models
     page.locator("#saeuron_grid img").wait_for(state="visible")
     page.locator("#saeuron_judges img").wait_for(state="visible")
-    assert "P(striped)" in page.locator("#saeuron_status").inner_text()
+    status = page.locator("#saeuron_status").inner_text()
+    assert "P(striped)" in status and "P(star)" in status
     screenshot(page, "saeuron")
