@@ -134,7 +134,11 @@ def test_sam_adapter_turns_clicks_into_boxes_for_litemedsam():
     seg = SG.SamSegmenter(fake, takes_points=False)
     img = np.zeros((40, 50, 3), np.uint8)
     img[10:20, 10:20] = 200
-    m, _ = seg.segment(img, [(12.0, 15.0, 1)])
+    m, _ = seg.segment(img, [(12.0, 15.0, 1)])  # default: the flood-fill region's box, padded 2 px
+    assert len(fake.calls) == 1 and fake.calls[0]["point_coords"] is None
+    assert fake.calls[0]["box"].tolist() == [8, 8, 22, 22] and m[15, 12]
+    fake.calls.clear()
+    m, _ = seg.segment(img, [(12.0, 15.0, 1)], box_mode="proposals")
     assert all(c["point_coords"] is None and c["box"].shape == (4,) for c in fake.calls)
     assert len(fake.calls) >= 6 and m[15, 12]
 
