@@ -5,6 +5,7 @@ Run standalone with ``python -m app.tabs.object_audio`` (inline jobs).
 from __future__ import annotations
 
 import random
+from functools import lru_cache
 
 import gradio as gr
 
@@ -25,12 +26,19 @@ def _path(ref: str) -> str:
     return str(resolve(get_settings().artifacts_dir, ref))
 
 
+@lru_cache(maxsize=64)
 def _scene(seed: int):
     from engines.object_audio import images, scenes
 
     sc = scenes.make_scenes(1, seed=int(seed), min_objects=2, max_objects=3, p_silent=0.3)
     iid = images.store(sc.images[0], sc.kinds[0], sc.masks[0])
     return iid, sc.images[0], sc.kinds[0]
+
+
+def _display(seed: int):
+    from engines.object_audio.images import for_display
+
+    return for_display(_scene(seed)[1])
 
 
 def gallery_images():
@@ -177,13 +185,10 @@ def build() -> None:
         "click trains the tiny models (a background job with progress)."
     )
     job_id = gr.State(None)
-    from engines.object_audio.images import for_display
-
-    iid0, img0, kinds0 = _scene(GALLERY_SEEDS[0])
-    img0 = for_display(img0)
+    first = GALLERY_SEEDS[0]  # shown when a page loads (filled by a load event: nothing is computed at start-up)
     with gr.Row():
         with gr.Column(scale=1, min_width=320):
-            gallery = gr.Gallery(gallery_images(), label="Scenes (click one)", columns=3, height=220,
+            gallery = gr.Gallery(label="Scenes (click one)", columns=3, height=220,
                                  allow_preview=False, elem_id="object_audio_gallery")
             with gr.Row():
                 seed_box = gr.Number(GALLERY_SEEDS[0], precision=0, label="Scene seed", minimum=0)
@@ -192,7 +197,7 @@ def build() -> None:
             up = gr.File(label="…or upload an image", file_types=["image"], type="filepath")
             include = gr.Radio(["include", "exclude"], value="include", label="Next click")
             clicks = gr.Textbox("", label="Clicks (x, y, label; …)", elem_id="object_audio_clicks")
-            image_id = gr.Textbox(iid0, visible=False)
+            image_id = gr.Textbox("", visible=False)
             segmenter = gr.Dropdown(SEG_CHOICES, value="flood", label="Segmenter")
             mode = gr.Radio(MODE_CHOICES, value="mask", label="Conditioning")
             prompt = gr.Textbox("", label="Text query (text-attention mode; also shown as the attention map)")
@@ -205,9 +210,9 @@ def build() -> None:
                 clear_btn = gr.Button("Clear clicks")
                 stop = gr.Button("Stop", variant="stop")
         with gr.Column(scale=2):
-            status = gr.Markdown(f"Scene {GALLERY_SEEDS[0]}. {_describe(kinds0)}", elem_id="object_audio_status")
+            status = gr.Markdown(elem_id="object_audio_status")
             with gr.Row():
-                view = gr.Image(img0, label="Scene: click an object", interactive=False, height=280,
+                view = gr.Image(label="Scene: click an object", interactive=False, height=280,
                                 elem_id="object_audio_image")
                 overlay = gr.Image(label="Mask overlay", interactive=False, height=280, elem_id="object_audio_overlay")
             with gr.Row():
@@ -232,6 +237,7 @@ def build() -> None:
         bench_table = gr.Dataframe(headers=["measure", "value"], interactive=False)
 
     scene_out = [image_id, view, clicks, status]
+    gr.on(None, lambda: (gallery_images(), *open_scene(first)), None, [gallery, *scene_out], api_visibility="private")
     open_btn.click(open_scene, seed_box, scene_out, api_name="object_audio_scene")
     new_btn.click(random_scene, None, [seed_box, *scene_out], api_visibility="private")
     gallery.select(pick_gallery, None, [seed_box, *scene_out], api_visibility="private")

@@ -7,7 +7,7 @@ import time
 from engines.common.results import RESULTS_DIR, Report
 
 
-def main(n_scenes: int = 60, steps: int = 25, sam_scenes: int = 8):
+def main(n_scenes: int = 100, steps: int = 25, sam_scenes: int = 8):
     import torch
 
     torch.set_num_threads(1)

@@ -30,10 +30,13 @@ def test_object_audio_tab(live_app, browser_page):
     from scipy import ndimage
     import numpy as np
 
-    ys, xs = np.nonzero(ndimage.binary_erosion(sc.masks[0][j]))
-    x, y = xs[len(xs) // 2] + 0.5, ys[len(ys) // 2] + 0.5
-    box = img.bounding_box()
-    page.mouse.click(box["x"] + box["width"] * x / 64, box["y"] + box["height"] * y / 64)
+    # the pixel deepest inside the object (distance transform), in image coordinates
+    y, x = np.unravel_index(np.argmax(ndimage.distance_transform_edt(sc.masks[0][j])), (64, 64))
+    x, y = x + 0.5, y + 0.5
+    box = img.bounding_box()  # the picture is drawn centred in the element (object-fit: contain)
+    side = min(box["width"], box["height"])
+    ox, oy = box["x"] + (box["width"] - side) / 2, box["y"] + (box["height"] - side) / 2
+    page.mouse.click(ox + side * x / 64, oy + side * y / 64)
     page.locator("#object_audio_overlay img").wait_for(state="visible", timeout=300_000)
     status = page.locator("#object_audio_status")
     status.get_by_text("Click-to-audio").wait_for(timeout=300_000)
