@@ -100,7 +100,7 @@ def classifier_ceiling(bundle, b: T.BaseConfig) -> dict:
 def segmentation_iou(n_scenes: int, sam_scenes: int, seed: int, ctx=None) -> dict:
     sc = S.make_scenes(max(n_scenes, sam_scenes), seed=TEST_SEED + 1, min_objects=2, max_objects=3, p_silent=0.3)
     rng = np.random.default_rng([seed, 9])
-    flood, grab, sam, sam_t = [], [], [], []
+    flood, grab, sam, sam_t, sam_prop = [], [], [], [], []
     seg = None
     for i in range(len(sc)):
         for j in range(len(sc.kinds[i])):
@@ -120,10 +120,12 @@ def segmentation_iou(n_scenes: int, sam_scenes: int, seed: int, ctx=None) -> dic
                 m, _ = seg.segment(sc.images[i], click)
                 sam_t.append(time.perf_counter() - t0)
                 sam.append(SG.iou(m, sc.masks[i][j]))
+                sam_prop.append(SG.iou(seg.segment(sc.images[i], click, box_mode="proposals")[0], sc.masks[i][j]))
         if ctx is not None and i % 5 == 0:
             ctx.check_cancelled()
     return dict(flood_iou=float(np.mean(flood)), flood_n=len(flood), grabcut_iou=float(np.mean(grab)) if grab else None,
                 sam_iou=float(np.mean(sam)) if sam else None, sam_median_iou=float(np.median(sam)) if sam else None,
+                sam_proposals_iou=float(np.mean(sam_prop)) if sam_prop else None,
                 sam_n=len(sam), sam_click_s=float(np.median(sam_t)) if sam_t else None)
 
 

@@ -22,6 +22,19 @@ class ImageError(ValueError):
     pass
 
 
+DISPLAY_SIDE = 256  # small images are shown enlarged by an integer factor (nearest neighbour)
+
+
+def display_scale(shape) -> int:
+    return max(1, DISPLAY_SIDE // max(shape[0], shape[1]))
+
+
+def for_display(image: np.ndarray) -> np.ndarray:
+    """The image enlarged by ``display_scale``; clicks on it map back by integer division."""
+    s = display_scale(image.shape)
+    return np.repeat(np.repeat(image, s, axis=0), s, axis=1) if s > 1 else image
+
+
 def images_dir() -> Path:
     d = get_settings().data_dir / "object_audio" / "images"
     d.mkdir(parents=True, exist_ok=True)

@@ -155,10 +155,11 @@ class ObjectAttention(nn.Module):
             raise ValueError(f"unknown attention kind {kind!r}")
         self.mlp = nn.Sequential(nn.LayerNorm(d_k), nn.Linear(d_k, 2 * out_dim), nn.GELU(), nn.Linear(2 * out_dim, out_dim))
         self.norm_in = nn.LayerNorm(vis_dim)
+        self.norm_q = nn.LayerNorm(text_dim)  # CLAP embeddings are unit vectors: normalise their scale
 
     def attention(self, query: torch.Tensor, patches: torch.Tensor) -> torch.Tensor:
         """(B, L) text embeddings, (B, P, D) patch features → (B, P) weights summing to 1."""
-        q = self.wq(query)
+        q = self.wq(self.norm_q(query))
         k = self.wk(self.norm_in(patches)) + self.pe_k
         if self.kind == "dot":
             scores = (k @ q.unsqueeze(-1)).squeeze(-1) / math.sqrt(self.d_k)

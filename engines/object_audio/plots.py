@@ -24,7 +24,9 @@ def overlay(image: np.ndarray, mask: np.ndarray | None, clicks=()) -> np.ndarray
         x, y = int(x), int(y)
         col = (0.1, 0.8, 0.1) if lab == 1 else (0.9, 0.1, 0.1)
         out[max(0, y - r):y + r + 1, max(0, x - r):x + r + 1] = col
-    return (np.clip(out, 0, 1) * 255).astype(np.uint8)
+    from .images import for_display
+
+    return for_display((np.clip(out, 0, 1) * 255).astype(np.uint8))
 
 
 def results_figure(mel_obj, mel_whole, w_used, w_attn, probs_obj, probs_whole, clicked: str | None,

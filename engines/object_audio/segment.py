@@ -167,8 +167,12 @@ def image_key(image: np.ndarray) -> str:
 class SamSegmenter:
     """Clicks → mask through ``SamPredictor``, with the image embedding cached per image (LRU)."""
 
-    def __init__(self, predictor, takes_points: bool, cache_size: int = 8):
+    def __init__(self, predictor, takes_points: bool, cache_size: int = 8, box_mode: str = "flood"):
         self.predictor = predictor
+        # LiteMedSAM prompts: "flood" = the bounding box of the flood-fill region around the click (padded
+        # 2 px; ranked proposals when flood fill finds no compact region), "proposals" = boxes of several
+        # sizes around the click ranked by SAM's predicted IoU.
+        self.box_mode = box_mode
         self.takes_points = takes_points
         self._cache: OrderedDict[str, tuple] = OrderedDict()
         self.cache_size = cache_size
@@ -205,7 +209,15 @@ class SamSegmenter:
         b[:, [1, 3]] = b[:, [1, 3]].clip(0, h)
         return b
 
-    def segment(self, image: np.ndarray, clicks: list[Click]) -> tuple[np.ndarray, float]:
+    def _flood_box(self, image: np.ndarray, cl) -> np.ndarray | None:
+        ff = flood_fill(image, [c for c in cl])
+        if not ff.any() or ff.mean() >= 0.5:
+            return None
+        h, w = image.shape[:2]
+        ys, xs = np.nonzero(ff)
+        return np.array([max(0, xs.min() - 2), max(0, ys.min() - 2), min(w, xs.max() + 3), min(h, ys.max() + 3)], float)
+
+    def segment(self, image: np.ndarray, clicks: list[Click], box_mode: str | None = None) -> tuple[np.ndarray, float]:
         """→ (bool H×W mask, predicted IoU of the chosen mask)."""
         import torch
 
@@ -219,6 +231,11 @@ class SamSegmenter:
                 best = int(np.argmax(scores))
                 return np.asarray(masks[best], bool), float(scores[best])
             best_m, best_s = None, -np.inf
+            fb = self._flood_box(image, cl) if (box_mode or self.box_mode) == "flood" else None
+            if fb is not None:
+                masks, scores, _ = self.predictor.predict(box=fb, multimask_output=False)
+                if all(masks[0][y, x] == (lab == 1) for x, y, lab in cl):
+                    return np.asarray(masks[0], bool), float(scores[0])
             for box in self._box_proposals(image, cl):
                 masks, scores, _ = self.predictor.predict(box=box, multimask_output=False)
                 m, s = np.asarray(masks[0], bool), float(scores[0])

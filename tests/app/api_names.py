@@ -42,7 +42,8 @@ API_NAMES: dict[str, set[str]] = {
 
     "tailopt": set(),
 
-    "object_audio": set(),
+    "object_audio": {"object_audio_scene", "object_audio_upload", "object_audio_generate", "object_audio_clear",
+                     "object_audio_train", "object_audio_benchmark", "object_audio_stop"},
 
     "rose": set(),
 }
