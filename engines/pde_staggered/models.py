@@ -73,12 +73,14 @@ class GroupConv(nn.Module):
 
 
 class GroupNormReg(nn.Module):
-    """Group norm whose groups hold whole 8-channel fibres; one affine pair per field (equivariant)."""
+    """One normalisation group over all channels and positions (layer-norm style, so group channels are
+    pooled and it is equivariant), one affine pair per field. p1 and p4m use the same normalisation: with
+    per-field groups p4m lost each field's global amplitude and trained markedly worse than p1."""
 
     def __init__(self, fields: int, mult: int):
         super().__init__()
         self.mult = mult
-        self.norm = nn.GroupNorm(_groups(fields), fields * mult, affine=False)
+        self.norm = nn.GroupNorm(1, fields * mult, affine=False)
         self.weight = nn.Parameter(torch.ones(fields))
         self.bias = nn.Parameter(torch.zeros(fields))
 
@@ -86,13 +88,6 @@ class GroupNormReg(nn.Module):
         w = self.weight.repeat_interleave(self.mult)[None, :, None, None]
         b = self.bias.repeat_interleave(self.mult)[None, :, None, None]
         return self.norm(x) * w + b
-
-
-def _groups(c: int) -> int:
-    for g in (4, 2, 1):
-        if c % g == 0:
-            return g
-    return 1
 
 
 # ----------------------------------------------------------------------------- U-Net

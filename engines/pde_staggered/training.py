@@ -15,7 +15,7 @@ from .config import Sizes, cache_dir, key
 from .models import StaggeredUNet, build, n_params
 
 DATA_VERSION = 1
-MODEL_VERSION = 2
+MODEL_VERSION = 3
 Progress = Callable[[float, str], None]
 
 
