@@ -116,7 +116,14 @@ def confusion_figure(res: dict[str, tuple[np.ndarray, np.ndarray, list[str]]]):
 
 
 def samples_figure(images: np.ndarray, prompts: list[str], obj_ok: np.ndarray, sty_ok: np.ndarray, per_prompt: int, n_prompts: int):
-    """Rows: held-out prompts; columns: seeds. Title marks: object / style judged correct (✓) or not (✗)."""
+    """Rows: held-out prompts; columns: seeds. Title marks: object / style judged correct (✓) or not (✗).
+
+    ``held_out_prompts`` cycles through the held-out combinations, so prompt ``k`` recurs at k + j·period.
+    """
+    from engines.common import data
+
+    period = len(data.HELD_OUT)
+    rows = np.linspace(0, period - 1, n_prompts).astype(int)
     import matplotlib
 
     matplotlib.use("Agg")
@@ -125,7 +132,7 @@ def samples_figure(images: np.ndarray, prompts: list[str], obj_ok: np.ndarray, s
     fig, axes = plt.subplots(n_prompts, per_prompt, figsize=(1.25 * per_prompt + 2.6, 1.3 * n_prompts))
     for r in range(n_prompts):
         for c in range(per_prompt):
-            i = r + c * n_prompts  # held_out_prompts cycles, so the same prompt recurs every len(HELD_OUT)
+            i = rows[r] + c * period
             ax = axes[r, c]
             ax.imshow(images[i], interpolation="nearest")
             ax.set_xticks([])
