@@ -14,7 +14,7 @@ from typing import Any
 
 from engines.common.settings import get_settings
 
-from .configs import MICRO_CLIP, MICRO_JUDGE, MICRO_T2I, MICRO_VAE, ClipConfig, JudgeConfig, T2IConfig, VaeConfig, ZooConfig
+from .configs import NEUTRAL_FIELDS, MICRO_CLIP, MICRO_JUDGE, MICRO_T2I, MICRO_VAE, ClipConfig, JudgeConfig, T2IConfig, VaeConfig, ZooConfig
 
 
 @dataclass(frozen=True)
@@ -68,9 +68,16 @@ def resolve_config(name: str, config: ZooConfig | dict[str, Any] | None = None) 
     return cfg.resolved()
 
 
+def _hashable(d: Any) -> Any:
+    """The configuration dump without fields left at their neutral value (``NEUTRAL_FIELDS``), recursively."""
+    if isinstance(d, dict):
+        return {k: _hashable(v) for k, v in d.items() if not (k in NEUTRAL_FIELDS and v == NEUTRAL_FIELDS[k])}
+    return d
+
+
 def config_hash(name: str, config: ZooConfig) -> str:
     e = entry(name)
-    payload = json.dumps({"name": name, "version": e.version, "config": config.model_dump(mode="json")}, sort_keys=True)
+    payload = json.dumps({"name": name, "version": e.version, "config": _hashable(config.model_dump(mode="json"))}, sort_keys=True)
     return hashlib.sha256(payload.encode()).hexdigest()[:16]
 
 

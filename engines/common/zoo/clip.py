@@ -165,6 +165,54 @@ def _training_sets(cfg: ClipConfig):
     return sets
 
 
+PARTIAL_TEMPLATES = ("a {o}", "a {c} {o}", "a {o} in {s} style", "a {c} shape in {s} style", "a shape in {s} style")
+
+
+def _text_table(sets, captions: list[str], partial: bool):
+    """Texts with the factors they pin: (domain, object/label, style, colour), -1 = any.
+
+    The full captions come first, in ``captions`` order; then (when ``partial``) the partial ones.
+    Returns (texts, constraints (T, 4), per-set image labels (N, 4), per-set text ids (N, 1 + templates)).
+    """
+    from engines.common import data
+
+    full = {c: i for i, c in enumerate(captions)}
+    texts, cons = list(captions), [None] * len(captions)
+    extra: dict[str, int] = {}
+
+    def tid(text: str, key: tuple) -> int:
+        if text in full:
+            cons[full[text]] = key
+            return full[text]
+        if text not in extra:
+            extra[text] = len(texts)
+            texts.append(text)
+            cons.append(key)
+        return extra[text]
+
+    labels, ids = [], []
+    for dom, s in enumerate(sets):
+        if s.name == "digits" or s.name == "fashion_mnist":
+            d = 1 if s.name == "digits" else 2
+            lab = np.stack([np.full(len(s), d), s.labels["label"], np.zeros(len(s), int), np.zeros(len(s), int)], 1)
+            row = [[tid(c, (d, int(k), -1, -1))] for c, k in zip(s.captions, s.labels["label"])]
+        else:
+            o, st, co = s.labels["object"], s.labels["style"], s.labels["colour"]
+            lab = np.stack([np.zeros(len(s), int), o, st, co], 1)
+            row = []
+            for cap, a, b, c in zip(s.captions, o, st, co):
+                r = [tid(cap, (0, int(a), int(b), int(c)))]
+                if partial:
+                    names = dict(o=data.OBJECTS[a], s=data.STYLES[b], c=data.COLOUR_NAMES[c])
+                    keys = [(0, a, -1, -1), (0, a, -1, c), (0, a, b, -1), (0, -1, b, c), (0, -1, b, -1)]
+                    r += [tid(t.format(**names), tuple(int(v) for v in k)) for t, k in zip(PARTIAL_TEMPLATES, keys)]
+                row.append(r)
+        width = max(len(r) for r in row)
+        labels.append(torch.from_numpy(lab.astype(np.int64)))
+        ids.append(torch.tensor([r + [r[0]] * (width - len(r)) for r in row]))
+    return texts, torch.tensor(cons), labels, ids
+
+
 def train(cfg: ClipConfig, out_dir: Path, progress) -> dict:
     torch.manual_seed(cfg.seed)
     gen = torch.Generator().manual_seed(cfg.seed)
@@ -172,12 +220,12 @@ def train(cfg: ClipConfig, out_dir: Path, progress) -> dict:
     tok = clip_tokenizer(cfg.max_length)
     zc = ZooClip(model, tok)
     sets = _training_sets(cfg)
-    # Every distinct caption is tokenised once; images index into the caption table.
+    # Every distinct text is tokenised once; images index into the text table.
     captions = sorted({c for s in sets for c in s.captions})
-    cap_id = {c: i for i, c in enumerate(captions)}
-    ids = zc.tokenize(captions)["input_ids"]
+    partial = cfg.partial_captions > 0
+    texts, cons, labs, tids = _text_table(sets, captions, partial)
+    ids = zc.tokenize(texts)["input_ids"]
     images = [torch.from_numpy(np.array(s.images)) for s in sets]
-    cids = [torch.tensor([cap_id[c] for c in s.captions]) for s in sets]
     # Each batch mixes the sets: minicanvas gets half, the others share the rest.
     shares = [1.0] if len(sets) == 1 else [0.5] + [0.5 / (len(sets) - 1)] * (len(sets) - 1)
     counts = [max(1, int(round(cfg.batch_size * s))) for s in shares]
@@ -186,21 +234,34 @@ def train(cfg: ClipConfig, out_dir: Path, progress) -> dict:
     losses = []
     for step in range(cfg.steps):
         set_lr(opt, lr_at(step, cfg.steps, cfg.lr, warmup=min(100, cfg.steps // 10 + 1)))
-        xb, cb = [], []
-        for im, ci, k in zip(images, cids, counts):
+        xb, cb, lb = [], [], []
+        for im, ti, la, k in zip(images, tids, labs, counts):
             j = torch.randint(0, len(im), (k,), generator=gen)
             xb.append(im[j])
-            cb.append(ci[j])
+            col = torch.zeros(k, dtype=torch.long)
+            if partial and ti.shape[1] > 1:
+                use = torch.rand(k, generator=gen) < cfg.partial_captions
+                col = torch.where(use, torch.randint(1, ti.shape[1], (k,), generator=gen), col)
+            cb.append(ti[j, col])
+            lb.append(la[j])
         x = random_translate(to_tensor01(torch.cat(xb).permute(0, 3, 1, 2).float() / 255.0), 2, gen)
         c = torch.cat(cb)
         uniq, inv = torch.unique(c, return_inverse=True)
         img = F.normalize(_features(model.get_image_features(pixel_values=zc.pixel_values(x))), dim=-1)
         txt = F.normalize(_features(model.get_text_features(input_ids=ids[uniq])), dim=-1)
         logits = model.logit_scale.exp().clamp(max=100) * img @ txt.T  # (B, U)
-        # Images sharing a caption are all positives of that caption (no false negatives).
-        onehot = F.one_hot(inv, len(uniq)).float()
-        loss_i = F.cross_entropy(logits, inv)
-        loss_t = -(F.log_softmax(logits.T, dim=1) * (onehot.T / onehot.T.sum(1, keepdim=True))).sum(1).mean()
+        if partial:
+            # Positives: every text in the batch that describes the image (its factors match the text's).
+            k = cons[uniq][None]  # (1, U, 4)
+            pos = ((k == -1) | (k == torch.cat(lb)[:, None])).all(-1)  # (B, U)
+            loss_i = (torch.logsumexp(logits, 1) - torch.logsumexp(logits.masked_fill(~pos, float("-inf")), 1)).mean()
+            w = pos.T.float()
+            loss_t = -((F.log_softmax(logits.T, dim=1) * w).sum(1) / w.sum(1)).mean()
+        else:
+            # Images sharing a caption are all positives of that caption (no false negatives).
+            onehot = F.one_hot(inv, len(uniq)).float()
+            loss_i = F.cross_entropy(logits, inv)
+            loss_t = -(F.log_softmax(logits.T, dim=1) * (onehot.T / onehot.T.sum(1, keepdim=True))).sum(1).mean()
         loss = 0.5 * (loss_i + loss_t)
         opt.zero_grad(set_to_none=True)
         loss.backward()

@@ -168,3 +168,28 @@ def test_paper_scale_pipeline_loads_from_a_local_directory(tmp_path, monkeypatch
     att.register_forward_hook(lambda m, i, o: seen.append(o[0].shape))
     out = sd(["a photo"], num_inference_steps=2, guidance_scale=2.0, height=64, width=64, output_type="np")
     assert out.images.shape == (1, 64, 64, 3) and len(seen) == 2
+
+
+def test_partial_caption_table_pins_the_right_factors():
+    from engines.common.zoo.clip import PARTIAL_TEMPLATES, _text_table
+
+    mc, dg = data.minicanvas(40, seed=5), data.digits("test")
+    caps = sorted(set(mc.captions) | set(dg.captions))
+    texts, cons, labs, ids = _text_table([mc, dg], caps, partial=True)
+    assert texts[: len(caps)] == caps and len(set(texts)) == len(texts)
+    assert ids[0].shape == (40, 1 + len(PARTIAL_TEMPLATES)) and ids[1].shape == (len(dg), 1)
+    for i in range(40):
+        o, s, c = (data.OBJECTS[mc.labels["object"][i]], data.STYLES[mc.labels["style"][i]],
+                   data.COLOUR_NAMES[mc.labels["colour"][i]])
+        got = [texts[t] for t in ids[0][i].tolist()]
+        assert got[0] == mc.captions[i] and got[1] == f"a {o}" and got[4] == f"a {c} shape in {s} style"
+        for t in ids[0][i].tolist():  # every text of an image describes it: wildcards or equal factors
+            k = cons[t]
+            assert bool(((k == -1) | (k == labs[0][i])).all())
+    star = texts.index("a star")
+    k = cons[star]
+    assert k.tolist()[2:] == [-1, -1] and data.OBJECTS[k[1]] == "star"
+    # Without partial captions the table is the sorted full captions (the cache keys of such models predate it).
+    texts0, _, _, ids0 = _text_table([mc, dg], caps, partial=False)
+    assert texts0 == caps and ids0[0].shape == (40, 1)
+    assert zoo.model_dir("clip", {"partial_captions": 0.0}) != zoo.model_dir("clip", {"partial_captions": 0.5})
