@@ -16,22 +16,14 @@ Fisher needs and the exact signal/noise coefficient updates of the paper's decom
 """
 from __future__ import annotations
 
-from contextlib import contextmanager
 from dataclasses import dataclass
 
 import torch
 
+from engines.common.threads import torch_threads
 
-@contextmanager
-def one_thread():
-    """Run torch on one thread: these are many small tensor ops, and on a shared 2-core machine
-    OpenMP's spinning threads made them 3-25× slower than a single thread (measured)."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(n)
+
+one_thread = torch_threads  # the name this package uses
 
 
 @dataclass

@@ -16,6 +16,7 @@ from pydantic import BaseModel
 
 from engines.common.context import JobContext, LocalContext, Subprogress
 from engines.common.params import validate
+from engines.common.threads import torch_threads
 
 from . import metrics as M
 from .data import Graph, load_graph, split_nodes
@@ -39,12 +40,6 @@ METRICS: dict[str, tuple[str, str]] = {
     "edges": ("edges", ""),
 }
 GCN_EPOCHS = 200
-
-
-def torch_threads(k: int = 1):
-    from .generators import torch_threads as tt
-
-    return tt(k)
 
 
 @dataclass

@@ -15,7 +15,7 @@
 """
 from __future__ import annotations
 
-import contextlib
+from engines.common.threads import torch_threads
 import math
 from typing import Callable
 
@@ -29,18 +29,6 @@ from .losses import feature_loss, structure_loss
 
 HIDDEN = 64
 KEY = 32
-
-
-@contextlib.contextmanager
-def torch_threads(k: int = 1):
-    """One intra-op thread: these matrices are small, and on a shared 2-core machine two spinning
-    threads run ~30× slower than one."""
-    old = torch.get_num_threads()
-    torch.set_num_threads(k)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(old)
 
 
 def normalise(A: torch.Tensor) -> torch.Tensor:

@@ -2,12 +2,12 @@
 from __future__ import annotations
 
 import time
-from contextlib import contextmanager
 
 import numpy as np
 
 from engines.common.context import LocalContext
 from engines.common.params import validate
+from engines.common.threads import torch_threads
 
 from . import generate as G
 from . import images as I
@@ -58,18 +58,7 @@ def _clicked_kind(iid: str, mask: np.ndarray | None) -> tuple[str | None, str]:
     return kind, ""
 
 
-@contextmanager
-def single_thread():
-    """Run tiny-model inference on one intra-op thread: on a busy 2-core machine OpenMP barriers of many
-    small ops cost far more than they save (measured 40× slower with the default thread count)."""
-    import torch
-
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(n)
+single_thread = torch_threads  # one intra-op thread for tiny-model inference
 
 
 def click_to_audio(params: ClickParams | dict, ctx=None) -> dict:
