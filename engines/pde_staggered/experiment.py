@@ -11,6 +11,7 @@ from pydantic import BaseModel
 
 from engines.common.context import JobContext, LocalContext, Subprogress
 from engines.common.params import validate
+from engines.common.threads import torch_threads
 
 from . import groups as G
 from . import ics, metrics, plots, swe
@@ -21,7 +22,6 @@ from .training import dataset, solver_config, train_variant
 
 
 def _setup() -> None:
-    torch.set_num_threads(1)
     torch.backends.cudnn.allow_tf32 = False
     torch.backends.cuda.matmul.allow_tf32 = False
 
@@ -59,6 +59,7 @@ class TrainResult(BaseModel):
     elapsed_s: float
 
 
+@torch_threads(1)
 def train(params: TrainParams | dict, ctx: JobContext | None = None) -> TrainResult:
     p = validate(TrainParams, params)
     ctx = ctx or LocalContext()
@@ -129,6 +130,7 @@ class RolloutResult(BaseModel):
     max_divergence: dict[str, float] = {}
 
 
+@torch_threads(1)
 def rollout(params: RolloutParams | dict, ctx: JobContext | None = None) -> RolloutResult:
     p = validate(RolloutParams, params)
     ctx = ctx or LocalContext()
@@ -189,6 +191,7 @@ class RotateResult(BaseModel):
     elapsed_s: float
 
 
+@torch_threads(1)
 def rotate(params: RotateParams | dict, ctx: JobContext | None = None) -> RotateResult:
     p = validate(RotateParams, params)
     ctx = ctx or LocalContext()
@@ -247,6 +250,7 @@ class BenchmarkResult(BaseModel):
     elapsed_s: float
 
 
+@torch_threads(1)
 def benchmark(params: BenchmarkParams | dict, ctx: JobContext | None = None) -> BenchmarkResult:
     p = validate(BenchmarkParams, params)
     ctx = ctx or LocalContext()

@@ -11,11 +11,11 @@ from __future__ import annotations
 import time
 
 import numpy as np
-import torch
 from pydantic import BaseModel
 
 from engines.common.context import LocalContext, Subprogress
 from engines.common.params import validate
+from engines.common.threads import torch_threads
 
 from .erase import make_hooks
 from .hooks import StepTracker
@@ -105,6 +105,7 @@ def summarise(rows: list[BenchRow]) -> dict[str, dict[str, float]]:
     return out
 
 
+@torch_threads(1)
 def benchmark(params: BenchmarkParams | dict, ctx=None) -> BenchmarkResult:
     """Style erasure for each target (SAeUron and, optionally, the raw-channel baseline at the same budget)."""
     from . import plots
@@ -112,7 +113,6 @@ def benchmark(params: BenchmarkParams | dict, ctx=None) -> BenchmarkResult:
     p = validate(BenchmarkParams, params)
     ctx = ctx or LocalContext()
     t0 = time.perf_counter()
-    torch.set_num_threads(1)
     b = load_bundle(p.build, ctx=ctx)
     bp = resolve_build(p.build)
     steps = p.steps or bp.steps

@@ -8,11 +8,11 @@ from __future__ import annotations
 import time
 
 import numpy as np
-import torch
 from pydantic import BaseModel
 
 from engines.common.context import LocalContext
 from engines.common.params import ParamError, validate
+from engines.common.threads import torch_threads
 
 from .hooks import Capture, SAeUronHook, StepTracker
 from .params import KIND, OBJECTS, STYLES, ConceptEdit, EraseParams
@@ -72,6 +72,7 @@ class EraseResult(BaseModel):
     mean_abs_change: float
 
 
+@torch_threads(1)
 def erase(params: EraseParams | dict, ctx=None) -> EraseResult:
     from engines.common import zoo
 
@@ -80,7 +81,6 @@ def erase(params: EraseParams | dict, ctx=None) -> EraseResult:
     p = validate(EraseParams, params)
     ctx = ctx or LocalContext()
     t0 = time.perf_counter()
-    torch.set_num_threads(1)
     b = load_bundle(p.build, ctx=ctx)
     bp = resolve_build(p.build)
     steps = p.steps or bp.steps

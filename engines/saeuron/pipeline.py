@@ -20,6 +20,7 @@ from pydantic import BaseModel
 from engines.common.context import LocalContext, Subprogress
 from engines.common.params import validate
 from engines.common.settings import get_settings
+from engines.common.threads import torch_threads
 
 from .hooks import ActivationCollector, StepTracker, hooked, locate_block
 from .params import COLOURS, OBJECTS, STYLES, BuildParams
@@ -181,13 +182,13 @@ def _load_tensors(path: Path) -> dict[str, torch.Tensor]:
     return load_file(str(path))
 
 
+@torch_threads(1)
 def build(params: BuildParams | dict | None = None, ctx=None) -> BuildResult:
     p = resolve_build(params)
     ctx = ctx or LocalContext()
     t0 = time.perf_counter()
     d = build_dir(p)
     d.mkdir(parents=True, exist_ok=True)
-    torch.set_num_threads(1)
     done = d / "build.json"
     if done.exists():
         res = BuildResult.model_validate_json(done.read_text())
