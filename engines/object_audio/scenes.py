@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from engines.common.data.minicanvas import shape_inside
+from engines.common.data.minicanvas import coverage
 
 from . import sounds
 
@@ -45,13 +45,7 @@ def _background(size: int, rng) -> np.ndarray:
 
 def paint(img: np.ndarray, shape: str, colour, cx: float, cy: float, r: float, theta: float) -> np.ndarray:
     """Paint a solid shape onto ``img`` (float H×W×3) in place; return its coverage in [0, 1]."""
-    size = img.shape[0]
-    fine = (np.arange(size * SS) + 0.5) / SS
-    fy, fx = np.meshgrid(fine, fine, indexing="ij")
-    c, s = np.cos(theta), np.sin(theta)
-    u = ((fx - cx) * c + (fy - cy) * s) / r
-    v = (-(fx - cx) * s + (fy - cy) * c) / r
-    cover = shape_inside(shape, u, v).reshape(size, SS, size, SS).mean(axis=(1, 3))
+    cover = coverage(shape, cx, cy, r, theta, img.shape[0], ss=SS)
     img[:] = cover[..., None] * np.asarray(colour) + (1 - cover[..., None]) * img
     return cover
 

@@ -146,19 +146,23 @@ def style_texture(style: str, x: np.ndarray, y: np.ndarray, size: int, inside: n
 # ----------------------------------------------------------------------------- rendering
 
 
+def coverage(obj: str, cx: float, cy: float, radius: float, theta: float, size: int, ss: int = SS) -> np.ndarray:
+    """(size, size) fraction of each pixel inside shape ``obj`` centred at (cx, cy) in pixels (``ss``× supersampled)."""
+    fine = (np.arange(size * ss) + 0.5) / ss
+    fy, fx = np.meshgrid(fine, fine, indexing="ij")
+    cos, sin = np.cos(theta), np.sin(theta)
+    u = ((fx - cx) * cos + (fy - cy) * sin) / radius
+    v = (-(fx - cx) * sin + (fy - cy) * cos) / radius
+    return shape_inside(obj, u, v).reshape(size, ss, size, ss).mean(axis=(1, 3))
+
+
 def _paint(img: np.ndarray, obj: str, style: str, colour: str, cx: float, cy: float, radius: float, theta: float, rng, tex: int | None = None):
     """Paint one object onto ``img`` (H, W, 3 float) in place; return its (H, W) coverage in [0, 1].
 
     ``tex`` is the canvas size the texture periods are scaled to (default: this canvas).
     """
     size = img.shape[0]
-    # Coverage by supersampling.
-    fine = (np.arange(size * SS) + 0.5) / SS
-    fy, fx = np.meshgrid(fine, fine, indexing="ij")
-    cos, sin = np.cos(theta), np.sin(theta)
-    u = ((fx - cx) * cos + (fy - cy) * sin) / radius
-    v = (-(fx - cx) * sin + (fy - cy) * cos) / radius
-    cover = shape_inside(obj, u, v).reshape(size, SS, size, SS).mean(axis=(1, 3))
+    cover = coverage(obj, cx, cy, radius, theta, size)
     inside = cover >= 0.5
     py, px = np.meshgrid(np.arange(size) + 0.5, np.arange(size) + 0.5, indexing="ij")
     t = style_texture(style, px, py, tex or size, inside, rng)
