@@ -43,7 +43,7 @@ def load_paper_sae(kind: str = "style", root: str | Path | None = None, device: 
     return TopKSae.load_from_disk(sae_path(kind, root), device=device)
 
 
-def write_fake_release(root: Path, d_in: int = 1280, expansion: int = 16, k: int = 32, seed: int = 0,
+def write_random_release(root: Path, d_in: int = 1280, expansion: int = 16, k: int = 32, seed: int = 0,
                        kinds=("object", "style")) -> Path:
     """A ``bcywinski/SAeUron``-style directory with random weights (offline tests of the loader)."""
     for kind in kinds:

@@ -99,13 +99,13 @@ def latency(b, bp) -> dict:
 
 
 def paper_scale() -> dict:
-    from .paper import PAPER_HOOKS, load_paper_sae, sd15_structured_unet, write_fake_release
+    from .paper import PAPER_HOOKS, load_paper_sae, sd15_structured_unet, write_random_release
     from .hooks import hooked, locate_block
     from .scores import build_plan
 
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory() as d:
-        write_fake_release(Path(d), d_in=1280, expansion=16, k=32, kinds=("style",))
+        write_random_release(Path(d), d_in=1280, expansion=16, k=32, kinds=("style",))
         sae = load_paper_sae("style", d)
         x = torch.randn(2 * 16 * 16, 1280)
         with torch.no_grad():

@@ -172,9 +172,9 @@ def test_bad_inputs(bundle, tmp_path, monkeypatch):
 
 def test_paper_scale_offline(tmp_path):
     """Acceptance check 8 (reduced latents for speed; reproduce.py loads the full 1280 × 20480 size)."""
-    from engines.saeuron.paper import PAPER_HOOKS, load_paper_sae, sd15_structured_unet, write_fake_release
+    from engines.saeuron.paper import PAPER_HOOKS, load_paper_sae, sd15_structured_unet, write_random_release
 
-    write_fake_release(tmp_path, d_in=1280, expansion=2, k=32, kinds=("style",))
+    write_random_release(tmp_path, d_in=1280, expansion=2, k=32, kinds=("style",))
     sae = load_paper_sae("style", tmp_path)
     assert (sae.d_in, sae.num_latents, sae.cfg.k, sae.cfg.batch_topk) == (1280, 2560, 32, False)
     unet = sd15_structured_unet(width=16)
@@ -199,11 +199,11 @@ def test_paper_scale_offline(tmp_path):
 def test_build_with_released_sae_directory(bundle, tmp_path):
     """The paper-scale route on the micro model: SAEs come from a bcywinski/SAeUron-layout directory."""
     from engines.saeuron.erase import erase
-    from engines.saeuron.paper import write_fake_release
+    from engines.saeuron.paper import write_random_release
     from engines.saeuron.pipeline import build
 
     d_in = bundle.saes["style"].d_in
-    write_fake_release(tmp_path, d_in=d_in, expansion=2, k=3)
+    write_random_release(tmp_path, d_in=d_in, expansion=2, k=3)
     bp = {"sae_dir": str(tmp_path), "styles": ["solid", "dotted"], "objects": ["circle", "star"]}
     res = build(bp)
     assert [(s.num_latents, s.k) for s in res.saes] == [(2 * d_in, 3)] * 2
