@@ -72,6 +72,8 @@ def sample_latents(bundle, cond, steps: int = 50, cfg: float = 2.0, seed: int = 
     """DDIM with classifier-free guidance: ε = ε(∅) + s (ε(c) − ε(∅)). ``cond`` (B, 1, 64)."""
     import torch
 
+    from .models import predict_noise
+
     B = cond.shape[0]
     C = bundle.meta["latent_channels"]
     g = torch.Generator().manual_seed(int(seed))
@@ -81,7 +83,7 @@ def sample_latents(bundle, cond, steps: int = 50, cfg: float = 2.0, seed: int = 
     hid = torch.cat([torch.zeros_like(cond), cond])
     with torch.no_grad():
         for t in sch.timesteps:
-            eps = bundle.unet(torch.cat([x, x]), t, encoder_hidden_states=hid).sample
+            eps = predict_noise(bundle.unet, torch.cat([x, x]), t, hid)
             e_u, e_c = eps.chunk(2)
             x = sch.step(e_u + cfg * (e_c - e_u), t, x).prev_sample
     return x

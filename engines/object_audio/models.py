@@ -178,6 +178,9 @@ class ObjectAttention(nn.Module):
 
 
 def make_unet(channels: tuple[int, ...] = (32, 64), cross_dim: int = 64, latent_channels: int = 8):
+    """diffusers ``UNet2DConditionModel`` taking the condition ``c`` twice: as AudioLDM-1 does, through
+    ``class_labels`` (projected and added to the timestep embedding of every ResNet block), and as one
+    cross-attention token. See :func:`predict_noise`."""
     from diffusers import UNet2DConditionModel
 
     n = len(channels)
@@ -186,7 +189,13 @@ def make_unet(channels: tuple[int, ...] = (32, 64), cross_dim: int = 64, latent_
     return UNet2DConditionModel(
         sample_size=(8, 12), in_channels=latent_channels, out_channels=latent_channels,
         block_out_channels=tuple(channels), layers_per_block=1, down_block_types=down, up_block_types=up,
-        cross_attention_dim=cross_dim, attention_head_dim=8, norm_num_groups=8)
+        cross_attention_dim=cross_dim, attention_head_dim=8, norm_num_groups=8,
+        class_embed_type="projection", projection_class_embeddings_input_dim=cross_dim)
+
+
+def predict_noise(unet, x, t, c):
+    """ε_θ(z_n, n, c) for ``c`` of shape (B, 1, D): the 1-token cross-attention states and the class label."""
+    return unet(x, t, encoder_hidden_states=c, class_labels=c[:, 0]).sample
 
 
 def make_schedulers(train_steps: int = 1000):

@@ -23,7 +23,7 @@ from engines.common.settings import get_settings
 from . import scenes as S
 from . import sounds
 
-CODE_VERSION = 1
+CODE_VERSION = 2
 
 
 @dataclass(frozen=True)
@@ -41,18 +41,27 @@ class BaseConfig:
 @dataclass(frozen=True)
 class DiffusionConfig:
     attention: str = "dot"  # "dot" (the paper) or "additive" (ablation)
-    steps: int = 500
-    batch: int = 32
-    lr: float = 5e-4  # from scratch (the paper fine-tunes AudioLDM at 1e-4)
-    attention_lr_mult: float = 10.0  # the attention module learns faster than the UNet (short schedule)
+    # Stage 1, the AudioLDM analogue (shared by both attention kinds): the UNet learns p(z | c) with c the
+    # CLAP audio embedding of the target clip, as AudioLDM is trained. Stage 2, the paper's fine-tuning:
+    # c = MLP(attention-pooled patch features), attention and UNet trained jointly.
+    pretrain_steps: int = 2000
+    steps: int = 2500  # fine-tuning steps
+    batch: int = 64
+    lr: float = 1e-3  # pretraining from scratch
+    finetune_lr: float = 5e-4  # the paper fine-tunes AudioLDM at 1e-4
+    attention_lr_mult: float = 10.0  # the attention module starts from scratch: it learns faster
     channels: tuple[int, ...] = (32, 64)
     d_k: int = 64
     cond_drop: float = 0.1  # classifier-free guidance: condition dropped 10 % of the time
     seed: int = 0
 
+    def pretrain_key(self) -> dict:
+        return dict(pretrain_steps=self.pretrain_steps, batch=self.batch, lr=self.lr, channels=list(self.channels),
+                    cond_drop=self.cond_drop, seed=self.seed)
+
 
 MICRO_BASE = BaseConfig(n_scenes=32, n_single=4, clap_steps=15, ae_steps=20, cls_steps=20, batch=16, ae_width=8)
-MICRO_DIFF = DiffusionConfig(steps=12, batch=8, channels=(16, 32), d_k=16)
+MICRO_DIFF = DiffusionConfig(pretrain_steps=10, steps=12, batch=8, channels=(16, 32), d_k=16)
 
 
 def default_configs(attention: str = "dot") -> tuple[BaseConfig, DiffusionConfig]:
@@ -62,7 +71,8 @@ def default_configs(attention: str = "dot") -> tuple[BaseConfig, DiffusionConfig
 
 
 def _hash(*objs) -> str:
-    blob = json.dumps([asdict(o) for o in objs] + [CODE_VERSION, get_settings().profile], sort_keys=True)
+    blob = json.dumps([o if isinstance(o, dict) else asdict(o) for o in objs] + [CODE_VERSION, get_settings().profile],
+                      sort_keys=True)
     return hashlib.sha1(blob.encode()).hexdigest()[:12]
 
 
@@ -77,6 +87,10 @@ def base_dir(b: BaseConfig) -> Path:
 def diffusion_dir(b: BaseConfig, d: DiffusionConfig) -> Path:
     """Keyed by the base and diffusion configs and by the CLIP whose patch features it was trained on."""
     return cache_root() / f"{d.attention}-{_hash(b, d)}-clip{clip_key()[:8]}"
+
+
+def pretrain_dir(b: BaseConfig, d: DiffusionConfig) -> Path:
+    return cache_root() / f"audioldm-{_hash(b, d.pretrain_key())}"
 
 
 @contextmanager
@@ -96,11 +110,12 @@ def _report(ctx, frac: float, msg: str) -> None:
         ctx.progress(frac, msg)
 
 
-# The zoo's default tiny CLIP takes ~2 h to train on 2 shared cores; this method uses the same
-# architecture and data with a shorter schedule, built and cached by the zoo like any zoo model
-# (deterministic: the cache key does not depend on what else happens to be built).
+# The zoo's tiny CLIP architecture and data with a shorter schedule and 4-px patches (an 8×8 grid of
+# 64 patch tokens, as the spec asks: with the default 8-px patches the 4×4 grid is too coarse for masks
+# of 15-25 px objects), built and cached by the zoo like any zoo model (deterministic: the cache key
+# does not depend on what else happens to be built).
 # PAPERLAB_OBJECT_AUDIO_CLIP=default switches to the zoo's profile default (or PAPERLAB_CLIP_MODEL).
-CLIP_SHORT = {"steps": 300, "batch_size": 64, "fashion": False}
+CLIP_SHORT = {"steps": 300, "batch_size": 64, "fashion": False, "patch_size": 4}
 
 
 def clip_config():
@@ -245,10 +260,75 @@ def train_base(b: BaseConfig, ctx=None, span=(0.0, 1.0)) -> dict:
     return meta
 
 
-def train_diffusion(b: BaseConfig, dc: DiffusionConfig, base, ctx=None, span=(0.0, 1.0)) -> dict:
-    """Train the object attention + UNet jointly with ε-prediction and 10 % condition dropout."""
+def _diffusion_loss(unet, ddpm, x0, c, cond_drop: float):
+    """ε-prediction loss ‖ε − ε_θ(z_n, n, c)‖² with the condition zeroed for a ``cond_drop`` share (CFG)."""
+    import torch
+
+    from .models import predict_noise
+
+    drop = torch.rand(len(x0), 1, 1) < cond_drop
+    c = torch.where(drop, torch.zeros_like(c), c)
+    noise = torch.randn_like(x0)
+    t = torch.randint(0, ddpm.config.num_train_timesteps, (len(x0),))
+    return (predict_noise(unet, ddpm.add_noise(x0, noise, t), t, c) - noise).pow(2).mean()
+
+
+def _step(opt, loss, params) -> float:
+    import torch
+
+    opt.zero_grad()
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(params, 1.0)
+    opt.step()
+    return float(loss.detach())
+
+
+def pretrain_ldm(b: BaseConfig, dc: DiffusionConfig, base, ctx=None, span=(0.0, 1.0)) -> dict:
+    """Stage 1, the AudioLDM analogue: a latent diffusion model of (mixture and single-source) mel latents
+    conditioned on the CLAP audio embedding of the target itself, as AudioLDM is trained."""
     import torch
     from safetensors.torch import save_file
+
+    from .models import make_schedulers, make_unet
+
+    a, z = span
+    P = lambda f, m: _report(ctx, a + (z - a) * f, m)  # noqa: E731
+    torch.manual_seed(dc.seed)
+    t0 = time.perf_counter()
+    P(0.0, "AudioLDM analogue: encoding clips (CLAP audio embeddings, mel latents)")
+    _, _, mel, _ = scene_dataset(b.n_scenes, b.seed)
+    smel, _ = single_source_set(b.n_single, b.seed)
+    allmel = torch.cat([mel, smel])
+    with torch.no_grad():
+        emb = torch.cat([base.clap.encode_audio(allmel[i:i + 256]) for i in range(0, len(allmel), 256)])
+        lat = torch.cat([base.ae.encode(allmel[i:i + 256]) for i in range(0, len(allmel), 256)])
+    unet = make_unet(dc.channels, cross_dim=emb.shape[1], latent_channels=lat.shape[1])
+    ddpm, _ = make_schedulers()
+    params = list(unet.parameters())
+    opt = _adamw(params, dc.lr)
+    rng = np.random.default_rng([dc.seed, 1])
+    losses = []
+    for s in range(dc.pretrain_steps):
+        i = torch.as_tensor(rng.integers(0, len(lat), dc.batch))
+        losses.append(_step(opt, _diffusion_loss(unet, ddpm, lat[i], emb[i].unsqueeze(1), dc.cond_drop), params))
+        if s % 10 == 0:
+            P(0.1 + 0.88 * s / dc.pretrain_steps,
+              f"AudioLDM analogue step {s}/{dc.pretrain_steps}: loss {np.mean(losses[-50:]):.4f}")
+    d = pretrain_dir(b, dc)
+    d.mkdir(parents=True, exist_ok=True)
+    save_file({k: v.contiguous() for k, v in unet.state_dict().items()}, d / "unet.safetensors")
+    meta = dict(config=dc.pretrain_key(), final_loss=float(np.mean(losses[-50:])), train_s=time.perf_counter() - t0,
+                loss_curve=[float(np.mean(losses[k:k + 25])) for k in range(0, len(losses), 25)])
+    (d / "meta.json").write_text(json.dumps(meta, indent=1))
+    P(1.0, "AudioLDM analogue trained")
+    return meta
+
+
+def train_diffusion(b: BaseConfig, dc: DiffusionConfig, base, ctx=None, span=(0.0, 1.0)) -> dict:
+    """Stage 2 (the paper's training): from the AudioLDM analogue, fine-tune the UNet jointly with the new
+    single-head object attention, c = MLP(Σ_p w_p V_p) replacing the CLAP embedding; 10 % condition dropout."""
+    import torch
+    from safetensors.torch import load_file, save_file
 
     from .models import ObjectAttention, make_schedulers, make_unet
 
@@ -265,34 +345,22 @@ def train_diffusion(b: BaseConfig, dc: DiffusionConfig, base, ctx=None, span=(0.
     n, n_p, vdim = feats.shape
     attn = ObjectAttention(text_dim=q.shape[1], vis_dim=vdim, d_k=dc.d_k, patches=n_p, out_dim=64, kind=dc.attention)
     unet = make_unet(dc.channels, cross_dim=64, latent_channels=lat.shape[1])
+    unet.load_state_dict(load_file(str(pretrain_dir(b, dc) / "unet.safetensors")))
     ddpm, _ = make_schedulers()
     params = list(attn.parameters()) + list(unet.parameters())
-    import torch as _t
-
-    opt = _t.optim.AdamW([{"params": list(attn.parameters()), "lr": dc.lr * dc.attention_lr_mult},
-                          {"params": list(unet.parameters()), "lr": dc.lr}],
-                         betas=(0.95, 0.999), weight_decay=1e-3)
+    opt = torch.optim.AdamW([{"params": list(attn.parameters()), "lr": dc.finetune_lr * dc.attention_lr_mult},
+                             {"params": list(unet.parameters()), "lr": dc.finetune_lr}],
+                            betas=(0.95, 0.999), weight_decay=1e-3)
     rng = np.random.default_rng(dc.seed)
     var_ema, losses = None, []
     for s in range(dc.steps):
         i = torch.as_tensor(rng.integers(0, n, dc.batch))
         c, w = attn(feats[i], query=q[i])
-        drop = torch.rand(len(i), 1, 1) < dc.cond_drop
-        c = torch.where(drop, torch.zeros_like(c), c)
-        x0 = lat[i]
-        noise = torch.randn_like(x0)
-        t = torch.randint(0, ddpm.config.num_train_timesteps, (len(i),))
-        eps = unet(ddpm.add_noise(x0, noise, t), t, encoder_hidden_states=c).sample
-        loss = (eps - noise).pow(2).mean()
-        opt.zero_grad()
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(params, 1.0)
-        opt.step()
+        losses.append(_step(opt, _diffusion_loss(unet, ddpm, lat[i], c, dc.cond_drop), params))
         v = float(w.detach().var(dim=1, unbiased=False).mean())
         var_ema = v if var_ema is None else 0.98 * var_ema + 0.02 * v
-        losses.append(float(loss.detach()))
         if s % 10 == 0:
-            P(0.1 + 0.88 * s / dc.steps, f"diffusion ({dc.attention}) step {s}/{dc.steps}: "
+            P(0.1 + 0.88 * s / dc.steps, f"fine-tuning ({dc.attention} attention) step {s}/{dc.steps}: "
               f"loss {np.mean(losses[-50:]):.4f}, attention var {var_ema:.2e}")
     d = diffusion_dir(b, dc)
     d.mkdir(parents=True, exist_ok=True)
@@ -315,9 +383,13 @@ def ensure_trained(b: BaseConfig, dc: DiffusionConfig, ctx=None, span=(0.0, 1.0)
     bd, dd = base_dir(b), diffusion_dir(b, dc)
     with _lock(bd):
         if force or not (bd / "meta.json").exists():
-            train_base(b, ctx, (a, a + 0.3 * (z - a)))
+            train_base(b, ctx, (a, a + 0.15 * (z - a)))
     base = load_base(b)
+    pd = pretrain_dir(b, dc)
+    with _lock(pd):
+        if force or not (pd / "meta.json").exists():
+            pretrain_ldm(b, dc, base, ctx, (a + 0.15 * (z - a), a + 0.55 * (z - a)))
     with _lock(dd):
         if force or not (dd / "meta.json").exists():
-            train_diffusion(b, dc, base, ctx, (a + 0.3 * (z - a), z))
+            train_diffusion(b, dc, base, ctx, (a + 0.55 * (z - a), z))
     return load_bundle(b, dc)

@@ -255,7 +255,7 @@ def main(argv: list[str] | None = None) -> None:
                "The same score and intervention on raw channels instead of SAE features.")
     rep.figure(_examples(b, bp, g_sae, m_sae), "examples", "Top: original; bottom: each style erased (γ and m as chosen).")
     lines = ["## Details", "",
-             f"Tiny setting: zoo text-to-image model (latent 8×8×4, UNet (32, 64, 64)), hooks `{bp.hook_style}` (styles) and "
+             f"Tiny setting: zoo text-to-image model (latent 8×8×8, UNet (32, 64, 64)), hooks `{bp.hook_style}` (styles) and "
              f"`{bp.hook_object}` (objects); {res.n_anchor_prompts} anchor prompts × {res.timesteps} DDIM steps (guidance "
              f"{bp.guidance}); SAE expansion {bp.expansion}, k {bp.k}, {bp.epochs} epochs; statistics from "
              f"{res.n_stats_prompts} validation prompts. Unedited test accuracy: style judge {acc_s:.3f}, object judge {acc_o:.3f}.",

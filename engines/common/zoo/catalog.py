@@ -34,7 +34,7 @@ ENTRIES: dict[str, ZooEntry] = {
     for e in [
         ZooEntry("clip", "tiny CLIP (transformers CLIPModel + real CLIP BPE tokenizer) on minicanvas, digits, Fashion-MNIST",
                  ClipConfig, ClipConfig(), MICRO_CLIP, 1, "clip", "clip_model"),
-        ZooEntry("vae", "AutoencoderKL, 32×32×3 ↔ 8×8×4 latents, trained on minicanvas", VaeConfig, VaeConfig(), MICRO_VAE, 1, "vae"),
+        ZooEntry("vae", "AutoencoderKL, 32×32×3 ↔ 8×8×8 latents, trained on minicanvas", VaeConfig, VaeConfig(), MICRO_VAE, 1, "vae"),
         ZooEntry("t2i", "tiny latent text-to-image StableDiffusionPipeline (UNet2DConditionModel + VAE + tiny CLIP text encoder)",
                  T2IConfig, T2IConfig(), MICRO_T2I, 1, "t2i", "diffusion_model"),
         ZooEntry("judge_object", "CNN classifier of minicanvas objects (scores generated images)",

@@ -1,6 +1,6 @@
 """The tiny latent text-to-image model, assembled as a real diffusers ``StableDiffusionPipeline``.
 
-Components as in Stable Diffusion v1: ``AutoencoderKL`` (here 32×32×3 ↔ 8×8×4), a
+Components as in Stable Diffusion v1: ``AutoencoderKL`` (here 32×32×3 ↔ 8×8×8), a
 ``UNet2DConditionModel`` whose cross-attention blocks attend to the CLIP text encoder's last hidden
 states (so hook points such as ``up_blocks.1.attentions.1`` exist), a frozen ``CLIPTextModel`` (the
 zoo's tiny CLIP text tower) with the real CLIP tokenizer, DDPM training with ε-prediction and

@@ -1,4 +1,4 @@
-"""The autoencoder of the tiny latent diffusion model: diffusers ``AutoencoderKL``, 32×32×3 ↔ 8×8×4.
+"""The autoencoder of the tiny latent diffusion model: diffusers ``AutoencoderKL``, 32×32×3 ↔ 8×8×8.
 
 Trained here on minicanvas with an L1 reconstruction loss and a tiny KL term (as Stable Diffusion's
 KL-f8 autoencoder, minus the perceptual and GAN terms). ``scaling_factor`` is set so the scaled

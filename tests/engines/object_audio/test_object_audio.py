@@ -251,3 +251,24 @@ def test_click_to_audio_bad_input(scene_id):
         click_to_audio(dict(image_id="../../etc/passwd", clicks=[(5.0, 3.0, 1)]))
     with pytest.raises(G.MaskError, match="needs a prompt"):
         click_to_audio(dict(image_id=iid, mode="text", steps=5))
+
+
+def test_fine_tuning_starts_from_the_shared_audioldm_analogue(scene_id):
+    """Stage 1 (CLAP-audio-conditioned LDM) is shared by both attention kinds; stage 2 starts from its weights."""
+    import torch
+    from safetensors.torch import load_file
+
+    from engines.object_audio import train as T
+    from engines.object_audio.models import make_unet
+
+    b, dot = T.default_configs("dot")
+    _, add = T.default_configs("additive")
+    assert T.pretrain_dir(b, dot) == T.pretrain_dir(b, add) and T.diffusion_dir(b, dot) != T.diffusion_dir(b, add)
+    T.ensure_trained(b, dot)
+    pre = load_file(str(T.pretrain_dir(b, dot) / "unet.safetensors"))
+    ft = load_file(str(T.diffusion_dir(b, dot) / "unet.safetensors"))
+    assert "class_embedding.linear_1.weight" in pre and pre.keys() == ft.keys()  # c enters as AudioLDM's class label
+    torch.manual_seed(123)
+    fresh = make_unet(dot.channels, cross_dim=64, latent_channels=ft["conv_in.weight"].shape[1]).state_dict()
+    dist = lambda a, c: sum(float((a[k] - c[k]).pow(2).sum()) for k in a)  # noqa: E731
+    assert 0 < dist(ft, pre) < 0.1 * dist(ft, fresh)
