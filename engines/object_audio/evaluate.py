@@ -3,6 +3,7 @@ whole-image and text-only baselines, learned text attention vs the mask, the add
 segmentation IoU, the classifier ceiling, a Fréchet distance on classifier embeddings, and latency."""
 from __future__ import annotations
 
+import json
 import time
 
 import numpy as np
@@ -194,9 +195,12 @@ def benchmark(params: BenchmarkParams | dict, ctx=None) -> dict:
     ctx.progress(0.93, "segmentation IoU")
     out.update(segmentation_iou(min(100, max(10, p.n_scenes // 2)), p.sam_scenes, p.seed, ctx))
     out["latency_s"] = click_latency(bundle, sc.images[0], items[0][3])
-    out["train_s"] = {"base": bundle.base.meta["train_s"], "dot": bundle.meta["train_s"],
+    pre = json.loads((T.pretrain_dir(b, dc) / "meta.json").read_text())
+    out["train_s"] = {"base": bundle.base.meta["train_s"], "pretrain": pre["train_s"], "dot": bundle.meta["train_s"],
                       "additive": add.meta["train_s"] if add is not None else None}
     out["loss_curve"] = bundle.meta["loss_curve"]
+    out["pretrain_loss_curve"] = pre["loss_curve"]
+    out["latent_channels"] = bundle.meta["latent_channels"]
     out["elapsed_s"] = time.perf_counter() - t_start
     ctx.progress(1.0, "benchmark done")
     return out

@@ -78,10 +78,13 @@ def benchmark_figure(res: dict):
     ax[0].set_ylabel("clicked-class accuracy")
     ax[0].tick_params(axis="x", rotation=20)
     ax[0].legend(fontsize=8)
-    lc = res.get("loss_curve") or []
-    ax[1].plot(np.arange(len(lc)) * 25, lc)
+    pre, lc = res.get("pretrain_loss_curve") or [], res.get("loss_curve") or []
+    ax[1].plot(np.arange(len(pre)) * 25, pre, label="stage 1: AudioLDM analogue (c = CLAP audio)")
+    ax[1].plot(len(pre) * 25 + np.arange(len(lc)) * 25, lc, label="stage 2: fine-tuning (c = object attention)")
+    ax[1].set_yscale("log")
     ax[1].set_xlabel("training step")
     ax[1].set_ylabel("ε-prediction loss")
-    ax[1].set_title("diffusion training (dot-product attention)", fontsize=9)
+    ax[1].set_title("diffusion training", fontsize=9)
+    ax[1].legend(fontsize=7)
     fig.tight_layout()
     return fig
