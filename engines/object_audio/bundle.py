@@ -57,7 +57,8 @@ def load_bundle(b: T.BaseConfig, dc: T.DiffusionConfig) -> Bundle:
     d = T.diffusion_dir(b, dc)
     meta = json.loads((d / "meta.json").read_text())
     attn = _load(ObjectAttention(text_dim=meta["text_dim"], vis_dim=meta["vis_dim"], d_k=dc.d_k,
-                                 patches=meta["patches"], out_dim=64, kind=dc.attention), d / "attention.safetensors")
+                                 patches=meta["patches"], out_dim=64, kind=dc.attention,
+                                 value_pe=dc.value_pe), d / "attention.safetensors")
     unet = _load(make_unet(dc.channels, cross_dim=64, latent_channels=meta["latent_channels"]), d / "unet.safetensors")
     attn.requires_grad_(False)
     unet.requires_grad_(False)

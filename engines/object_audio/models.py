@@ -138,17 +138,22 @@ class ObjectAttention(nn.Module):
     Q = E_t(t) W^Q, K = E_v(i) W^K + PE_K, V = E_v(i) W^V + PE_V, w = softmax(QKᵀ/√d_k),
     c = MLP(Σ_p w_p V_p). At test time ``weights`` (the rescaled mask) replace w.
     ``kind="additive"`` is the ablation: w = softmax(vᵀ tanh(Q + K_p)) (Bahdanau).
+    ``value_pe=False`` drops PE_V (kept as a zero buffer): with a learnable PE_V the query can encode its
+    class in *where* it looks (a fixed patch whose PE_V the UNet reads) instead of finding the object.
     """
 
     def __init__(self, text_dim: int = 64, vis_dim: int = 64, d_k: int = 64, patches: int = 64,
-                 out_dim: int = 64, kind: str = "dot"):
+                 out_dim: int = 64, kind: str = "dot", value_pe: bool = True):
         super().__init__()
         self.kind, self.d_k = kind, d_k
         self.wq = nn.Linear(text_dim, d_k, bias=False)
         self.wk = nn.Linear(vis_dim, d_k, bias=False)
         self.wv = nn.Linear(vis_dim, d_k, bias=False)
         self.pe_k = nn.Parameter(0.02 * torch.randn(patches, d_k))
-        self.pe_v = nn.Parameter(0.02 * torch.randn(patches, d_k))
+        if value_pe:
+            self.pe_v = nn.Parameter(0.02 * torch.randn(patches, d_k))
+        else:
+            self.register_buffer("pe_v", torch.zeros(patches, d_k))
         if kind == "additive":
             self.v_a = nn.Linear(d_k, 1, bias=False)
         elif kind != "dot":

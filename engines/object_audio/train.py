@@ -52,6 +52,7 @@ class DiffusionConfig:
     attention_lr_mult: float = 10.0  # the attention module starts from scratch: it learns faster
     channels: tuple[int, ...] = (32, 64)
     d_k: int = 64
+    value_pe: bool = False  # learnable positional encodings on V as well as on K (the paper: True; see models)
     cond_drop: float = 0.1  # classifier-free guidance: condition dropped 10 % of the time
     seed: int = 0
 
@@ -343,7 +344,8 @@ def train_diffusion(b: BaseConfig, dc: DiffusionConfig, base, ctx=None, span=(0.
         q = base.clap.encode_text(caps)
         lat = torch.cat([base.ae.encode(mel[i:i + 256]) for i in range(0, len(mel), 256)])
     n, n_p, vdim = feats.shape
-    attn = ObjectAttention(text_dim=q.shape[1], vis_dim=vdim, d_k=dc.d_k, patches=n_p, out_dim=64, kind=dc.attention)
+    attn = ObjectAttention(text_dim=q.shape[1], vis_dim=vdim, d_k=dc.d_k, patches=n_p, out_dim=64, kind=dc.attention,
+                           value_pe=dc.value_pe)
     unet = make_unet(dc.channels, cross_dim=64, latent_channels=lat.shape[1])
     unet.load_state_dict(load_file(str(pretrain_dir(b, dc) / "unet.safetensors")))
     ddpm, _ = make_schedulers()

@@ -193,3 +193,14 @@ def test_partial_caption_table_pins_the_right_factors():
     texts0, _, _, ids0 = _text_table([mc, dg], caps, partial=False)
     assert texts0 == caps and ids0[0].shape == (40, 1)
     assert zoo.model_dir("clip", {"partial_captions": 0.0}) != zoo.model_dir("clip", {"partial_captions": 0.5})
+
+
+def test_own_cost_subtracts_only_dependencies_built_inside_the_build():
+    from engines.common.zoo.reproduce import own_cost
+
+    t2i = {"built_at": "2026-11-30 05:00:00", "train_seconds": 3000.0, "train_cpu_seconds": 2800.0}
+    inside = {"built_at": "2026-11-30 04:20:00", "train_seconds": 1000.0, "train_cpu_seconds": 900.0}
+    before = {"built_at": "2026-11-30 04:00:00", "train_seconds": 200.0, "train_cpu_seconds": 190.0}
+    own = own_cost(t2i, [inside, before, None])
+    assert own["train_seconds"] == 2000.0 and own["train_cpu_seconds"] == 1900.0
+    assert t2i["train_cpu_seconds"] == 2800.0  # the record itself is untouched
