@@ -158,7 +158,8 @@ def benchmark(params: BenchmarkParams | dict, ctx=None) -> dict:
         q_cls = bundle.base.clap.encode_text([sounds.CLASSES[c] for c in truth])
         q_all = bundle.base.clap.encode_text([S.caption([sc.kinds[i][j] for j in sc.sounding(i)]) for i, _, _, _ in items])
     out: dict = {"n_clicks": len(items), "n_scenes": p.n_scenes}
-    runs = [("mask", dict(weights=w_mask)), ("whole", dict(weights=w_whole)), ("text_attention", dict(queries=q_cls)),
+    w_interior = np.stack([G.mask_to_weights(m, grid, bundle.meta["attention_var"], "interior") for m in masks])
+    runs = [("mask", dict(weights=w_mask)), ("mask_interior", dict(weights=w_interior)), ("whole", dict(weights=w_whole)), ("text_attention", dict(queries=q_cls)),
             ("text_only_all", dict(queries=q_all))]
     embs = {}
     for k, (name, kw) in enumerate(runs):

@@ -56,11 +56,21 @@ def rescale_weights(m: np.ndarray, target_var: float, tol: float = 1e-6) -> np.n
     return _weights(m, 0.5 * (lo + hi))
 
 
-def mask_to_weights(mask: np.ndarray, grid: int, target_var: float) -> np.ndarray:
+def interior_patches(m: np.ndarray, min_cover: float = 0.9) -> np.ndarray:
+    """Pooled mask (P,) → 1 on the patches the mask covers almost entirely, 0 elsewhere (the pooled mask
+    itself when no patch qualifies, e.g. an object smaller than a patch)."""
+    inner = (np.asarray(m) >= min_cover).astype(np.float64)
+    return inner if inner.any() else np.asarray(m, np.float64)
+
+
+def mask_to_weights(mask: np.ndarray, grid: int, target_var: float, downsample: str = "average") -> np.ndarray:
+    """The click's mask → substituted attention weights. ``downsample``: "average" (area fraction per patch,
+    the spec's reading of "downsampled to the patch grid") or "interior" (only patches inside the mask)."""
     if not np.asarray(mask).any():
         raise MaskError("the mask is empty: the segmenter found no object at the click (try another click "
                         "or the flood-fill segmenter)")
-    return rescale_weights(pool_mask(mask, grid), target_var)
+    m = pool_mask(mask, grid)
+    return rescale_weights(interior_patches(m) if downsample == "interior" else m, target_var)
 
 
 def uniform_weights(P: int) -> np.ndarray:

@@ -67,12 +67,15 @@ def benchmark_figure(res: dict):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    names = [("acc_mask", "mask (ours)"), ("acc_text_attention", "text attention"), ("acc_whole", "whole image"),
+    names = [("acc_mask", "mask (ours)"), ("acc_mask_interior", "mask, interior patches"),
+             ("acc_text_attention", "text attention"), ("acc_whole", "whole image"),
              ("acc_text_only_all", "text: all objects"), ("acc_additive_mask", "additive attn + mask")]
     names = [(k, n) for k, n in names if res.get(k) is not None]
+    colours = {"acc_mask": "tab:green", "acc_mask_interior": "tab:green", "acc_text_attention": "tab:olive",
+               "acc_whole": "tab:gray", "acc_text_only_all": "tab:gray", "acc_additive_mask": "tab:red"}
     fig, ax = plt.subplots(1, 2, figsize=(11, 3.6))
     ax[0].bar([n for _, n in names], [res[k] for k, _ in names],
-              color=["tab:green", "tab:olive", "tab:gray", "tab:gray", "tab:red"][: len(names)])
+              color=[colours[k] for k, _ in names])
     ax[0].axhline(res.get("single_acc", 1.0), ls="--", c="k", lw=1, label="classifier ceiling")
     ax[0].set_ylim(0, 1.05)
     ax[0].set_ylabel("clicked-class accuracy")

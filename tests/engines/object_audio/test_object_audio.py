@@ -51,6 +51,18 @@ def test_pool_mask_fractions():
     assert p[0] == 1.0 and p[9] == 0.5 and p.sum() == 1.5
 
 
+def test_interior_downsampling_keeps_only_patches_inside_the_mask():
+    mask = np.zeros((64, 64), bool)
+    mask[8:40, 8:36] = True  # 8-px patches: rows 1-4 × columns 1-3 full, column 4 half covered
+    inner = G.interior_patches(G.pool_mask(mask, 8)).reshape(8, 8)
+    assert inner[1:5, 1:4].all() and inner.sum() == 12
+    tiny = np.zeros((64, 64), bool)
+    tiny[3:5, 3:5] = True  # smaller than a patch: fall back to the area fractions
+    np.testing.assert_allclose(G.interior_patches(G.pool_mask(tiny, 8)), G.pool_mask(tiny, 8))
+    w = G.mask_to_weights(mask, 8, 1e-3, downsample="interior")
+    assert abs(w.sum() - 1) < 1e-9 and abs(np.var(w) - 1e-3) < 1e-6 and w.reshape(8, 8)[1:5, 4].max() < w.max()
+
+
 def test_empty_mask_is_refused():
     with pytest.raises(G.MaskError, match="mask is empty"):
         G.mask_to_weights(np.zeros((64, 64), bool), 8, 1e-4)
