@@ -105,6 +105,12 @@ def _lock(path: Path):
             fcntl.flock(f, fcntl.LOCK_UN)
 
 
+def _spanned(ctx, span):
+    """Progress reporter mapping [0, 1] onto ``span`` of the job's progress."""
+    a, z = span
+    return lambda f, m: _report(ctx, a + (z - a) * f, m)
+
+
 def _report(ctx, frac: float, msg: str) -> None:
     if ctx is not None:
         ctx.check_cancelled()
@@ -195,8 +201,7 @@ def train_base(b: BaseConfig, ctx=None, span=(0.0, 1.0)) -> dict:
 
     from .models import AudioClassifier, MelAutoencoder, TinyCLAP
 
-    a, z = span
-    P = lambda f, m: _report(ctx, a + (z - a) * f, m)  # noqa: E731
+    P = _spanned(ctx, span)
     torch.manual_seed(b.seed)
     t0 = time.perf_counter()
     P(0.0, "synthesising scenes and sounds")
@@ -292,8 +297,7 @@ def pretrain_ldm(b: BaseConfig, dc: DiffusionConfig, base, ctx=None, span=(0.0, 
 
     from .models import make_schedulers, make_unet
 
-    a, z = span
-    P = lambda f, m: _report(ctx, a + (z - a) * f, m)  # noqa: E731
+    P = _spanned(ctx, span)
     torch.manual_seed(dc.seed)
     t0 = time.perf_counter()
     P(0.0, "AudioLDM analogue: encoding clips (CLAP audio embeddings, mel latents)")
@@ -333,8 +337,7 @@ def train_diffusion(b: BaseConfig, dc: DiffusionConfig, base, ctx=None, span=(0.
 
     from .models import ObjectAttention, make_schedulers, make_unet
 
-    a, z = span
-    P = lambda f, m: _report(ctx, a + (z - a) * f, m)  # noqa: E731
+    P = _spanned(ctx, span)
     torch.manual_seed(dc.seed)
     t0 = time.perf_counter()
     P(0.0, "encoding the training scenes (CLIP patches, CLAP text, mel latents)")
