@@ -67,7 +67,7 @@ def benchmark_figure(res: dict):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    names = [("acc_mask", "mask (ours)"), ("acc_mask_interior", "mask, interior patches"),
+    names = [("acc_mask", "mask (ours)"), ("acc_mask_interior", "mask (interior)"),
              ("acc_text_attention", "text attention"), ("acc_whole", "whole image"),
              ("acc_text_only_all", "text: all objects"), ("acc_additive_mask", "additive attn + mask")]
     names = [(k, n) for k, n in names if res.get(k) is not None]
