@@ -26,8 +26,8 @@ def _fmt_metrics(metrics: dict) -> str:
     for key, label in _SHOWN.items():
         v = metrics.get(key)
         if isinstance(v, (int, float)):
-            parts.append(f"{label} {v:.1%}" if ("acc" in key or key.startswith(("minicanvas", "judge")) or key in ("digits", "fashion_mnist"))
-                         and key != "final_loss" else f"{label} {v:.3g}")
+            percent = "acc" in key or key.startswith(("minicanvas", "judge")) or key in ("digits", "fashion_mnist")
+            parts.append(f"{label} {v:.1%}" if percent else f"{label} {v:.3g}")
     return ", ".join(parts)
 
 

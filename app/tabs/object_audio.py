@@ -35,12 +35,6 @@ def _scene(seed: int):
     return iid, sc.images[0], sc.kinds[0]
 
 
-def _display(seed: int):
-    from engines.object_audio.images import for_display
-
-    return for_display(_scene(seed)[1])
-
-
 def gallery_images():
     return [(_scene(s)[1], f"scene {s}") for s in GALLERY_SEEDS]
 
@@ -129,7 +123,7 @@ def generate(image_id, clicks, segmenter, mode, prompt, cfg, steps, seed, progre
     probs = dict(zip(r["classes"], r["probs_object"]))
     lines = [f"**{r['predicted_class']}** generated for the selection "
              f"({'clicked object: ' + r['clicked_class'] if r['clicked_class'] else 'object class unknown'}); "
-             f"whole scene → {r['classes'][max(range(5), key=lambda k: r['probs_whole'][k])]}.",
+             f"whole scene → {max(zip(r['probs_whole'], r['classes']))[1]}.",
              f"Segmentation: {r['segmenter_note'] or 'none (' + r['mode'] + ' mode)'}. "
              f"Click-to-audio {r['latency_s']:.2f} s (job {r['elapsed_s']:.1f} s)."]
     if r["note"]:

@@ -59,14 +59,6 @@ def erase_params(obj, style, colour, prompt, seed, n_images, steps, guidance, co
     return params
 
 
-def _need_build() -> None:
-    from engines.saeuron.pipeline import is_built
-
-    if not is_built():
-        raise gr.Error("No SAE and concept statistics yet: press 'Train SAE & statistics' first (a one-off job).",
-                       title="No statistics")
-
-
 def _judge_move(j: dict, c: str) -> str:
     i = j["classes"].index(c)
     return f"P({c}) {j['before'][i]:.2f} → {j['after'][i]:.2f}"
@@ -74,7 +66,6 @@ def _judge_move(j: dict, c: str) -> str:
 
 def run_erase(*inputs, progress=gr.Progress()):
     params = erase_params(*inputs)
-    _need_build()
     job = JobRun(METHOD_ID, "erase", params)
     yield (job.id,) + (gr.skip(),) * 5 + (f"Job {job.id[:8]} running…",)
     r = job.wait(progress)
@@ -109,7 +100,6 @@ def run_benchmark(targets, samples, baseline, pair, gamma, top_m, steps, progres
     if len(params["pair"]) == 1:
         raise gr.Error("Pick two styles for the two-at-once erasure (or none).", title="Invalid input")
     _check(BenchmarkParams, params)
-    _need_build()
     job = JobRun(METHOD_ID, "benchmark", params)
     yield job.id, gr.skip(), gr.skip(), f"Job {job.id[:8]} queued…"
     r = job.wait(progress)

@@ -60,8 +60,8 @@ def clicks_for(sc: S.SceneSet, seed: int):
     return out
 
 
-def _generate_all(bundle, feats, items, mode: str, p: BenchmarkParams, queries=None, weights=None, batch: int = 64):
-    """Generate one clip per item in ``mode``; → (predicted class, classifier embeddings, attention weights)."""
+def _generate_all(bundle, feats, items, p: BenchmarkParams, queries=None, weights=None, batch: int = 64):
+    """Generate one clip per item (substituted ``weights`` or text ``queries``); → (predicted class, classifier embeddings, attention weights)."""
     import torch
 
     preds, embs, used = [], [], []
@@ -157,6 +157,7 @@ def benchmark(params: BenchmarkParams | dict, ctx=None) -> dict:
     with torch.no_grad():
         q_cls = bundle.base.clap.encode_text([sounds.CLASSES[c] for c in truth])
         q_all = bundle.base.clap.encode_text([S.caption([sc.kinds[i][j] for j in sc.sounding(i)]) for i, _, _, _ in items])
+    gt_patch = [G.pool_mask(sc.masks[i][j], grid) >= 0.5 for i, j, _, _ in items]
     out: dict = {"n_clicks": len(items), "n_scenes": p.n_scenes}
     w_interior = np.stack([G.mask_to_weights(m, grid, bundle.meta["attention_var"], "interior") for m in masks])
     runs = [("mask", dict(weights=w_mask)), ("mask_interior", dict(weights=w_interior)), ("whole", dict(weights=w_whole)), ("text_attention", dict(queries=q_cls)),
@@ -164,24 +165,21 @@ def benchmark(params: BenchmarkParams | dict, ctx=None) -> dict:
     embs = {}
     for k, (name, kw) in enumerate(runs):
         ctx.progress(0.6 + 0.25 * k / len(runs), f"generating {len(items)} clips: {name}")
-        pred, emb, used = _generate_all(bundle, feats, items, name, p, **kw)
+        pred, emb, used = _generate_all(bundle, feats, items, p, **kw)
         out[f"acc_{name}"] = float((pred == truth).mean())
         embs[name] = emb
         if name == "text_attention":
-            gt_patch = [G.pool_mask(sc.masks[i][j], grid) >= 0.5 for i, j, _, _ in items]
             aucs = [auroc(used[n], gt_patch[n]) for n in range(len(items))]
             out["attention_auroc"] = float(np.nanmean(aucs))
             out["attention_mask_corr"] = float(np.mean([np.corrcoef(used[n], w_gt[n])[0, 1] for n in range(len(items))]))
     if add is not None:
         ctx.progress(0.85, "additive-attention ablation")
         wa = np.stack([G.mask_to_weights(m, grid, add.meta["attention_var"]) for m in masks])
-        pred, _, _ = _generate_all(add, feats, items, "additive", p, weights=wa)
+        pred, _, _ = _generate_all(add, feats, items, p, weights=wa)
         out["acc_additive_mask"] = float((pred == truth).mean())
-        qa = add.base.clap.encode_text([sounds.CLASSES[c] for c in truth])
-        pred, _, used = _generate_all(add, feats, items, "additive_text", p, queries=qa)
+        pred, _, used = _generate_all(add, feats, items, p, queries=q_cls)  # add.base is bundle.base
         out["acc_additive_text"] = float((pred == truth).mean())
         out["additive_attention_var"] = add.meta["attention_var"]
-        gt_patch = [G.pool_mask(sc.masks[i][j], grid) >= 0.5 for i, j, _, _ in items]
         out["additive_attention_auroc"] = float(np.nanmean([auroc(used[n], gt_patch[n]) for n in range(len(items))]))
     out["attention_var"] = bundle.meta["attention_var"]
     # FAD analogue: Fréchet distance of classifier embeddings, generated (mask mode) vs real clips of those classes

@@ -14,8 +14,7 @@ from . import images as I
 from . import segment as SG
 from . import sounds
 from . import train as T
-from .evaluate import benchmark  # noqa: F401  (registry entry)
-from .params import MODE_LABELS, ClickParams, TrainParams
+from .params import ClickParams, TrainParams
 
 SILENT_LEVEL = -0.9
 
@@ -27,12 +26,6 @@ def train_models(params: TrainParams | dict, ctx=None) -> dict:
     t0 = time.perf_counter()
     b, dc = T.default_configs(p.attention)
     bundle = T.ensure_trained(b, dc, ctx, (0.0, 1.0), force=p.force)
-    if p.force:
-        from .bundle import load_base, load_bundle
-
-        load_base.cache_clear()
-        load_bundle.cache_clear()
-        bundle = load_bundle(b, dc)
     return dict(attention=p.attention, attention_var=bundle.meta["attention_var"],
                 final_loss=bundle.meta["final_loss"], ae_l1=bundle.base.meta["ae_l1"],
                 train_s=bundle.meta["train_s"] + bundle.base.meta["train_s"], elapsed_s=time.perf_counter() - t0,
@@ -58,17 +51,10 @@ def _clicked_kind(iid: str, mask: np.ndarray | None) -> tuple[str | None, str]:
     return kind, ""
 
 
-single_thread = torch_threads  # one intra-op thread for tiny-model inference
-
-
+@torch_threads(1)  # one intra-op thread for tiny-model inference
 def click_to_audio(params: ClickParams | dict, ctx=None) -> dict:
     """Segment the clicked object, substitute its mask for the attention, and generate its clip and the
     whole-scene clip (A/B). Returns artifact refs (overlay, figure, two WAVs) and the numbers behind them."""
-    with single_thread():
-        return _click_to_audio(params, ctx)
-
-
-def _click_to_audio(params: ClickParams | dict, ctx=None) -> dict:
     import torch
 
     p = validate(ClickParams, params)

@@ -5,7 +5,6 @@ A scene also stores its objects and masks, so results can say which object was c
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import re
 from pathlib import Path
@@ -101,8 +100,3 @@ def check_upload(path: str | Path, max_mb: float | None = None) -> np.ndarray:
         raise ImageError(f"the image is only {arr.shape[1]}×{arr.shape[0]} pixels; need at least 16×16")
     return arr
 
-
-def store_bytes_image(data: bytes) -> np.ndarray:
-    from PIL import Image
-
-    return np.asarray(Image.open(io.BytesIO(data)).convert("RGB"))

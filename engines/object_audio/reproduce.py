@@ -28,7 +28,6 @@ def main(n_scenes: int = 100, steps: int = 25, sam_scenes: int = 8):
 
     r = benchmark(dict(n_scenes=n_scenes, steps=steps, additive=True, sam_scenes=sam_scenes), LocalContext(on_progress=pr))
     (RESULTS_DIR / "object_audio_benchmark.json").write_text(json.dumps(r, indent=1))
-    pct = lambda v: f"{100 * v:.1f} %"  # noqa: E731
     rep.claim("Check 1 (data validity): classifier accuracy on held-out single-source clips ≥ 0.95; class mel "
               "centroids distinct (pairwise cosine < 0.9)", "ceiling (spec §8.1)",
               f"accuracy {r['single_acc']:.3f}, mixture mAP {r['mixture_map']:.3f}, max centroid cosine "

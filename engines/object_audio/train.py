@@ -13,12 +13,14 @@ import hashlib
 import json
 import time
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
 
 from engines.common.settings import get_settings
+from engines.common.zoo import Progress
 
 from . import scenes as S
 from . import sounds
@@ -105,18 +107,6 @@ def _lock(path: Path):
             fcntl.flock(f, fcntl.LOCK_UN)
 
 
-def _spanned(ctx, span):
-    """Progress reporter mapping [0, 1] onto ``span`` of the job's progress."""
-    a, z = span
-    return lambda f, m: _report(ctx, a + (z - a) * f, m)
-
-
-def _report(ctx, frac: float, msg: str) -> None:
-    if ctx is not None:
-        ctx.check_cancelled()
-        ctx.progress(frac, msg)
-
-
 # The zoo's tiny CLIP architecture and data with a shorter schedule and 4-px patches (an 8×8 grid of
 # 64 patch tokens, as the spec asks: with the default 8-px patches the 4×4 grid is too coarse for masks
 # of 15-25 px objects), built and cached by the zoo like any zoo model (deterministic: the cache key
@@ -160,6 +150,7 @@ def patch_features(images: np.ndarray, batch: int = 256):
 # ----------------------------------------------------------------------------- data
 
 
+@lru_cache(maxsize=1)
 def single_source_set(n_per_class: int, seed: int):
     """Single-source clips: (log-mel (N, 64, 96), labels (N,))."""
     rng = np.random.default_rng([seed, 5])
@@ -171,6 +162,7 @@ def single_source_set(n_per_class: int, seed: int):
     return sounds.log_mel(np.stack(waves)), np.array(labels)
 
 
+@lru_cache(maxsize=1)
 def scene_dataset(n: int, seed: int):
     """Training scenes with their sounding subsets: images, captions, log-mels, multi-hot labels."""
     sc = S.make_scenes(n, seed=seed)
@@ -201,7 +193,7 @@ def train_base(b: BaseConfig, ctx=None, span=(0.0, 1.0)) -> dict:
 
     from .models import AudioClassifier, MelAutoencoder, TinyCLAP
 
-    P = _spanned(ctx, span)
+    P = Progress(ctx, *span)
     torch.manual_seed(b.seed)
     t0 = time.perf_counter()
     P(0.0, "synthesising scenes and sounds")
@@ -211,7 +203,9 @@ def train_base(b: BaseConfig, ctx=None, span=(0.0, 1.0)) -> dict:
     rng = np.random.default_rng(b.seed)
     n_sc, n_si = len(mel), len(smel)
     # --- CLAP: InfoNCE on single-source clips and on scene mixtures with their captions
-    clap = TinyCLAP(width=64 if b.batch >= 32 else 16, dim=64, audio_width=16 if b.batch >= 32 else 8)
+    big = b.batch >= 32  # the micro test profile uses narrower encoders
+    widths = dict(clap_width=64 if big else 16, clap_audio_width=16 if big else 8, cls_width=32 if big else 8)
+    clap = TinyCLAP(width=widths["clap_width"], dim=64, audio_width=widths["clap_audio_width"])
     opt = _adamw(clap.parameters(), 1e-3)
     for s in range(b.clap_steps):
         i = rng.integers(0, n_si, b.batch // 2)
@@ -225,7 +219,7 @@ def train_base(b: BaseConfig, ctx=None, span=(0.0, 1.0)) -> dict:
         if s % 20 == 0:
             P(0.05 + 0.25 * s / b.clap_steps, f"CLAP step {s}/{b.clap_steps}: InfoNCE {loss.item():.3f}")
     # --- audio classifier (multi-label), the ACC judge
-    cls = AudioClassifier(width=32 if b.batch >= 32 else 8)
+    cls = AudioClassifier(width=widths["cls_width"])
     opt = _adamw(cls.parameters(), 1e-3)
     onehot = F.one_hot(torch.as_tensor(slab), len(sounds.CLASSES)).float()
     allmel, alltgt = torch.cat([smel, mel]), torch.cat([onehot, torch.as_tensor(multi)])
@@ -259,8 +253,7 @@ def train_base(b: BaseConfig, ctx=None, span=(0.0, 1.0)) -> dict:
     save_file({k: v.contiguous() for k, v in cls.state_dict().items()}, d / "classifier.safetensors")
     save_file({k: v.contiguous() for k, v in ae.state_dict().items()}, d / "autoencoder.safetensors")
     meta = dict(config=asdict(b), ae_l1=rec_err, train_s=time.perf_counter() - t0,
-                clap_width=64 if b.batch >= 32 else 16, clap_audio_width=16 if b.batch >= 32 else 8,
-                cls_width=32 if b.batch >= 32 else 8)
+                **widths)
     (d / "meta.json").write_text(json.dumps(meta, indent=1))
     P(1.0, "base models trained")
     return meta
@@ -297,7 +290,7 @@ def pretrain_ldm(b: BaseConfig, dc: DiffusionConfig, base, ctx=None, span=(0.0, 
 
     from .models import make_schedulers, make_unet
 
-    P = _spanned(ctx, span)
+    P = Progress(ctx, *span)
     torch.manual_seed(dc.seed)
     t0 = time.perf_counter()
     P(0.0, "AudioLDM analogue: encoding clips (CLAP audio embeddings, mel latents)")
@@ -337,7 +330,7 @@ def train_diffusion(b: BaseConfig, dc: DiffusionConfig, base, ctx=None, span=(0.
 
     from .models import ObjectAttention, make_schedulers, make_unet
 
-    P = _spanned(ctx, span)
+    P = Progress(ctx, *span)
     torch.manual_seed(dc.seed)
     t0 = time.perf_counter()
     P(0.0, "encoding the training scenes (CLIP patches, CLAP text, mel latents)")
@@ -352,9 +345,10 @@ def train_diffusion(b: BaseConfig, dc: DiffusionConfig, base, ctx=None, span=(0.
     unet = make_unet(dc.channels, cross_dim=64, latent_channels=lat.shape[1])
     unet.load_state_dict(load_file(str(pretrain_dir(b, dc) / "unet.safetensors")))
     ddpm, _ = make_schedulers()
-    params = list(attn.parameters()) + list(unet.parameters())
-    opt = torch.optim.AdamW([{"params": list(attn.parameters()), "lr": dc.finetune_lr * dc.attention_lr_mult},
-                             {"params": list(unet.parameters()), "lr": dc.finetune_lr}],
+    attn_p, unet_p = list(attn.parameters()), list(unet.parameters())
+    params = attn_p + unet_p
+    opt = torch.optim.AdamW([{"params": attn_p, "lr": dc.finetune_lr * dc.attention_lr_mult},
+                             {"params": unet_p, "lr": dc.finetune_lr}],
                             betas=(0.95, 0.999), weight_decay=1e-3)
     rng = np.random.default_rng(dc.seed)
     var_ema, losses = None, []
@@ -385,6 +379,9 @@ def ensure_trained(b: BaseConfig, dc: DiffusionConfig, ctx=None, span=(0.0, 1.0)
     from .bundle import load_base, load_bundle
 
     a, z = span
+    if force:  # the loaders cache per process: drop what retraining replaces
+        load_base.cache_clear()
+        load_bundle.cache_clear()
     bd, dd = base_dir(b), diffusion_dir(b, dc)
     with _lock(bd):
         if force or not (bd / "meta.json").exists():

@@ -38,7 +38,9 @@ def cached_benchmark(params: dict) -> dict:
     if path.exists():
         return json.loads(path.read_text())
     res = _d(benchmark(params))
-    path.write_text(json.dumps(res))
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(res))
+    tmp.replace(path)  # atomic: an interrupted run leaves no truncated cache
     return res
 
 

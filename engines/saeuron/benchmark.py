@@ -20,7 +20,7 @@ from engines.common.threads import torch_threads
 from .erase import make_hooks
 from .hooks import StepTracker
 from .params import COLOURS, OBJECTS, STYLES, BenchmarkParams, ConceptEdit
-from .pipeline import GEN_BATCH, Bundle, caption, generate, load_bundle, resolve_build
+from .pipeline import GEN_BATCH, Bundle, caption, generate, load_bundle
 
 
 def eval_prompts(objects, styles, n_colours: int, offset: int = 2) -> tuple[list[str], dict[str, np.ndarray]]:
@@ -44,9 +44,9 @@ def predict_all(b: Bundle, prompts: list[str], samples: int, seed: int, steps: i
     judges = {"style": zoo.load("judge_style", shared=True), "object": zoo.load("judge_object", shared=True)}
     out = {"style": [], "object": []}
     chunks = [(s, c) for s in range(samples) for c in range(0, len(prompts), GEN_BATCH)]
+    tracker = StepTracker()  # generate() resets it per call; the edit plan is the same for every chunk
+    hooks = make_hooks(b, edits, tracker, selection=top_m_mode, units=units)[0] if edits else {}
     for n, (s, c) in enumerate(chunks):
-        tracker = StepTracker()
-        hooks = make_hooks(b, edits, tracker, selection=top_m_mode, units=units)[0] if edits else {}
         imgs = generate(b.pipe, prompts[c:c + GEN_BATCH], seed + 1000 * s + c, steps, guidance, hooks, tracker)
         for k, j in judges.items():
             out[k].append(j.predict(imgs))
@@ -114,7 +114,7 @@ def benchmark(params: BenchmarkParams | dict, ctx=None) -> BenchmarkResult:
     ctx = ctx or LocalContext()
     t0 = time.perf_counter()
     b = load_bundle(p.build, ctx=ctx)
-    bp = resolve_build(p.build)
+    bp = b.params
     steps = p.steps or bp.steps
     prompts, truth1 = eval_prompts(bp.objects, bp.styles, p.colours)
     truth = {k: np.tile(v, p.samples) for k, v in truth1.items()}

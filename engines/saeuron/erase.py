@@ -16,7 +16,7 @@ from engines.common.threads import torch_threads
 
 from .hooks import Capture, SAeUronHook, StepTracker
 from .params import KIND, OBJECTS, STYLES, ConceptEdit, EraseParams
-from .pipeline import Bundle, caption, generate, hook_of, load_bundle, resolve_build
+from .pipeline import Bundle, caption, generate, hook_of, load_bundle
 from .scores import build_plan
 
 CLASSES = {"style": STYLES, "object": OBJECTS}
@@ -82,7 +82,7 @@ def erase(params: EraseParams | dict, ctx=None) -> EraseResult:
     ctx = ctx or LocalContext()
     t0 = time.perf_counter()
     b = load_bundle(p.build, ctx=ctx)
-    bp = resolve_build(p.build)
+    bp = b.params
     steps = p.steps or bp.steps
     prompt = prompt_of(p)
     prompts = [prompt] * p.n_images

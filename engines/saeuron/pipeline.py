@@ -24,7 +24,7 @@ from engines.common.threads import torch_threads
 
 from .hooks import ActivationCollector, StepTracker, hooked, locate_block
 from .params import COLOURS, OBJECTS, STYLES, BuildParams
-from .sae import SaeConfig, TopKSae, evaluate_fvu, train_sae
+from .sae import SaeConfig, TopKSae, train_sae
 
 KINDS = ("style", "object")
 PROFILE_DEFAULTS = {
@@ -312,10 +312,6 @@ class Bundle:
 _BUNDLES: dict[str, Bundle] = {}
 
 
-def is_built(p: BuildParams | dict | None = None) -> bool:
-    return (build_dir(resolve_build(p)) / "build.json").exists()
-
-
 def load_bundle(params: BuildParams | dict | None = None, ctx=None) -> Bundle:
     p = resolve_build(params)
     key = build_key(p)
@@ -332,7 +328,3 @@ def load_bundle(params: BuildParams | dict | None = None, ctx=None) -> Bundle:
     b = Bundle(params=p, pipe=get_pipe(ctx), saes=saes, stats=stats)
     _BUNDLES[key] = b
     return b
-
-
-def sae_fvu_on(b: Bundle, kind: str, acts: torch.Tensor) -> float:
-    return evaluate_fvu(b.saes[kind], acts)

@@ -19,8 +19,8 @@ from engines.common.settings import get_settings
 from . import plots
 from .benchmark import eval_prompts, evaluate_target, predict_all
 from .hooks import SAeUronHook, StepTracker
-from .params import KIND, OBJECTS, STYLES, ConceptEdit
-from .pipeline import anchor_prompts, build, collect, generate, hook_of, load_bundle, resolve_build
+from .params import STYLES, ConceptEdit
+from .pipeline import anchor_prompts, build, collect, generate, hook_of, load_bundle
 from .sae import TopKSae, evaluate_fvu
 from .scores import concept_means, empty_plan, heavy_tail_share, importance, select_features
 
@@ -32,8 +32,7 @@ TEST_SEED, VAL_SEED = 50_000, 90_000
 
 def sae_contract(b, bp) -> dict:
     """FVU and L0 on held-out prompts (new colours / seeds), save → load round trip."""
-    p = bp.model_copy(update={"styles": bp.styles, "objects": bp.objects})
-    prompts = [a[0] for a in anchor_prompts(p, 1, offset=3)][:40]
+    prompts = [a[0] for a in anchor_prompts(bp, 1, offset=3)][:40]
     acts, _ = collect(b.pipe, prompts, [hook_of(bp, k) for k in ("style", "object")], bp.steps, bp.guidance, 31337)
     out = {}
     for kind in ("style", "object"):
@@ -139,8 +138,8 @@ def main(argv: list[str] | None = None) -> None:
                     "show that the measurement pipeline runs end to end. Checks 1, 2, 7 and 8 are model-independent. "
                     "Run `make reproduce METHOD=saeuron` (default profile) once the zoo's default models are cached.")
     res = build({}, ctx=None)
-    bp = resolve_build({})
     b = load_bundle({})
+    bp = b.params
     steps, g = bp.steps, bp.guidance
     print(f"build {res.key}: {res.seconds:.0f} s, cached={res.cached}", flush=True)
 

@@ -6,7 +6,6 @@ built), ``SLUG_TARGETS`` (comma-separated ``kind:name``; default all ten digits 
 from __future__ import annotations
 
 import json
-import math
 import os
 import time
 
@@ -83,7 +82,7 @@ def main():
     from .unlearn import unlearn
 
     rep = Report("slug", "SLUG: targeted unlearning with a single layer unlearning gradient")
-    zc = zoo.load("clip", config=cfg)
+    zoo.build("clip", cfg)  # trains it here when missing, so its build record exists
     meta = zoo.read_meta("clip", cfg) or {}
     t0 = time.perf_counter()
     runs = []

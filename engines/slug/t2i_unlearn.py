@@ -20,7 +20,7 @@ from engines.common.params import validate
 from .gradients import accumulate_gradients
 from .layers import candidate_names, deepest, group_of, score_layers
 from .params import TARGETS, T2IParams, target_index
-from .search import lam_from_rel
+from .search import changed_parameters, lam_from_rel, snapshot
 
 
 class T2IResult(BaseModel):
@@ -134,7 +134,7 @@ def unlearn_t2i(params: T2IParams | dict, ctx=None) -> T2IResult:
     # The encoder parameters the patch writes, and their originals (restored after every probe).
     enc = {n: _encoder_param(pipe, n) for n in group}
     originals = {n: q.detach().clone() for n, q in enc.items()}
-    enc_before = {n: q.detach().clone() for n, q in pipe.text_encoder.named_parameters()}
+    enc_before = snapshot(pipe.text_encoder)
     scale = lam_from_rel(zc.model, gf.grads, chosen, 1.0)
 
     def set_step(lam):
@@ -164,7 +164,7 @@ def unlearn_t2i(params: T2IParams | dict, ctx=None) -> T2IResult:
         best = min(range(len(rows)), key=lambda k: (rows[k]["forget1"], -rows[k]["retain"]))
     row = rows[best]
     set_step(row["lam"])
-    changed = [n for n, q in pipe.text_encoder.named_parameters() if not torch.equal(q.detach(), enc_before[n])]
+    changed = changed_parameters(pipe.text_encoder, enc_before)
     after = probe(p.final_samples, keep_images=True)
     gal_after = ctx.artifacts.save_image("t2i_after.png", _grid(after.pop("_images"), p.final_samples))
     set_step(0.0)  # leave the loaded pipeline as it came (the stored weights are never written)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import io
 import time
 
 import numpy as np
@@ -23,10 +22,9 @@ from engines.common.params import validate
 
 from .concepts import build_concept
 from .gradients import accumulate_gradients, forget_loss
-from .layers import candidate_names, check_layer, deepest, group_of, score_layers
+from .layers import candidate_names, check_layer, deepest, score_layers
 from .params import UnlearnParams
-from .search import (Evaluator, SearchFailed, apply_patch, binary_search, changed_parameters, lam_from_rel,
-                     patched, revert_patch, snapshot)
+from .search import Evaluator, SearchFailed, apply_patch, binary_search, changed_parameters, revert_patch, snapshot
 
 
 class UnlearnResult(BaseModel):
@@ -94,7 +92,7 @@ def unlearn(params: UnlearnParams | dict, ctx=None) -> UnlearnResult:
     concept = build_concept(p.target_kind, p.target, p.n_forget, p.n_retain, p.n_eval, p.min_forget, p.seed)
     ev = Evaluator(zc, concept)
     theta0 = snapshot(model)  # θ⁽⁰⁾: never written to; every probe is reverted against it
-    before = ev(None, per_class=True)
+    before = ev([], per_class=True)  # nothing changed yet: the embeddings cached by the Evaluator
     ctx.check_cancelled()
 
     # Step 1: one pass each over D_f and D_r.
@@ -161,7 +159,7 @@ def unlearn(params: UnlearnParams | dict, ctx=None) -> UnlearnResult:
     )
     baselines = []
     if p.baselines:
-        baselines = run_baselines(zc, concept, gf.grads, scores, chosen.layer, p, Subprogress(ctx, 0.8, 0.99))
+        baselines = run_baselines(zc, concept, ev, gf.grads, scores, chosen.layer, p, Subprogress(ctx, 0.8, 0.99))
     ctx.progress(1.0, "done")
     return UnlearnResult(
         model=_model_id(), target_kind=p.target_kind, target=concept.name, task=concept.task.name,
@@ -243,10 +241,9 @@ def layer_baseline(zc, concept, grads, layer, p, label, name, ev=None) -> dict:
                 rel=row["rel"], trace=tr.as_dict(), **{k: row[k] for k in ("forget1", "forget5", "retain", "utility")})
 
 
-def run_baselines(zc, concept, grads, scores, chosen: str, p, progress) -> list[dict]:
+def run_baselines(zc, concept, ev, grads, scores, chosen: str, p, progress) -> list[dict]:
     out = []
     kinds = list(p.baselines)
-    ev = Evaluator(zc, concept)
     for i, kind in enumerate(kinds):
         sub = Subprogress(progress.ctx, progress.start + (progress.stop - progress.start) * i / len(kinds),
                           progress.start + (progress.stop - progress.start) * (i + 1) / len(kinds))

@@ -207,9 +207,8 @@ def _text_table(sets, captions: list[str], partial: bool):
                     keys = [(0, a, -1, -1), (0, a, -1, c), (0, a, b, -1), (0, -1, b, c), (0, -1, b, -1)]
                     r += [tid(t.format(**names), tuple(int(v) for v in k)) for t, k in zip(PARTIAL_TEMPLATES, keys)]
                 row.append(r)
-        width = max(len(r) for r in row)
         labels.append(torch.from_numpy(lab.astype(np.int64)))
-        ids.append(torch.tensor([r + [r[0]] * (width - len(r)) for r in row]))
+        ids.append(torch.tensor(row))  # rows of one set have equal length (partial captions or not)
     return texts, torch.tensor(cons), labels, ids
 
 

@@ -1,6 +1,7 @@
 """The zoo's job entry: build (train and cache) one model as a job with progress and cancellation."""
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from pydantic import BaseModel
@@ -22,9 +23,10 @@ class ZooBuildResult(BaseModel):
 def build_entry(params: ZooBuildParams | dict, ctx: JobContext | None = None) -> ZooBuildResult:
     p = validate(ZooBuildParams, params)
     ctx = ctx or LocalContext()
-    from . import catalog, store
+    from . import store
 
     d = store.build(p.name, None, ctx=ctx, force=p.force)
-    meta = catalog.read_meta(p.name) or {}
-    return ZooBuildResult(name=p.name, path=str(d), built=(d / "zoo.json").exists(),
+    record = d / "zoo.json"
+    meta = json.loads(record.read_text()) if record.exists() else {}
+    return ZooBuildResult(name=p.name, path=str(d), built=bool(meta),
                           train_seconds=meta.get("train_seconds"), metrics=meta.get("metrics", {}))

@@ -41,9 +41,6 @@ def bytes_to_unicode() -> dict[int, str]:
     return dict(zip(bs, [chr(c) for c in cs]))
 
 
-_bytes_to_unicode = bytes_to_unicode
-
-
 @lru_cache(maxsize=1)
 def clip_vocab_and_merges() -> tuple[dict[str, int], list[tuple[str, str]]]:
     lines = gzip.open(bpe_vocab_path()).read().decode("utf-8").split("\n")
