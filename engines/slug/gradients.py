@@ -28,30 +28,18 @@ class GradientPass:
     batch_sizes: list[int] = field(default_factory=list)
 
 
-def _features(out) -> torch.Tensor:
-    return out if isinstance(out, torch.Tensor) else getattr(out, "pooler_output", out[0])
-
-
-def embed_pairs(zc, images, captions: list[str]) -> tuple[torch.Tensor, torch.Tensor]:
-    """Unit image and text embeddings of matched pairs, with the autograd graph."""
-    m = zc.model
-    v = _features(m.get_image_features(pixel_values=zc.pixel_values(images)))
-    t = _features(m.get_text_features(**zc.tokenize(captions)))
-    return F.normalize(v, dim=-1), F.normalize(t, dim=-1)
-
-
 def forget_loss(zc, images, captions: list[str]) -> torch.Tensor:
     """L_f: mean of 1 − cos(image, its own caption); negatives are left alone."""
-    v, t = embed_pairs(zc, images, captions)
+    v, t = zc.encode_images(images), zc.encode_texts(captions)  # unit vectors, with the autograd graph
     return (1.0 - (v * t).sum(-1)).mean()
 
 
 def retain_loss(zc, images, captions: list[str]) -> torch.Tensor:
     """L_r: CLIP InfoNCE (image→text and text→image), duplicate captions treated as shared positives."""
     uniq = sorted(set(captions))
-    inv = torch.tensor([uniq.index(c) for c in captions], device=zc.device)
-    v = F.normalize(_features(zc.model.get_image_features(pixel_values=zc.pixel_values(images))), dim=-1)
-    t = F.normalize(_features(zc.model.get_text_features(**zc.tokenize(uniq))), dim=-1)
+    pos = {c: i for i, c in enumerate(uniq)}
+    inv = torch.tensor([pos[c] for c in captions], device=zc.device)
+    v, t = zc.encode_images(images), zc.encode_texts(uniq)
     logits = zc.model.logit_scale.exp().clamp(max=100) * v @ t.T  # (B, U)
     onehot = F.one_hot(inv, len(uniq)).float()
     l_i2t = F.cross_entropy(logits, inv)
