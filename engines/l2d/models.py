@@ -26,16 +26,16 @@ class TinyConfig:
     n_layer: int = 4
     n_embd: int = 128
     n_head: int = 4
-    base_steps: int = 1500
-    base_batch: int = 128
+    base_steps: int = 800
+    base_batch: int = 64
     base_lr: float = 2e-3
-    l2d_steps: int = 1200
-    l2d_batch: int = 128
+    l2d_steps: int = 600
+    l2d_batch: int = 64
     l2d_lr: float = 1e-3
     lora_rank: int = 0  # 0: matched to the L2D path's trainable parameters
     flow: FlowConfig = field(default_factory=FlowConfig)
     eval_every: int = 100
-    n_val: int = 500
+    n_val: int = 300
     seed: int = 0
 
     def to_dict(self) -> dict:
@@ -117,7 +117,7 @@ def train_base(cfg: TinyConfig, progress: Progress, cancelled: Callable[[], bool
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.base_lr, weight_decay=0.01)
     rng = np.random.default_rng(cfg.seed)
     val = task.sample(cfg.n_val, 1, "val")
-    curve, losses, t0 = [], [], time.process_time()
+    curve, losses, t0, w0 = [], [], time.process_time(), time.perf_counter()
     model.train()
     for step in range(cfg.base_steps):
         if cancelled():
@@ -140,6 +140,7 @@ def train_base(cfg: TinyConfig, progress: Progress, cancelled: Callable[[], bool
                                                   f"validation exact match {acc:.1%}")
     freeze(model)
     rec = {"steps": cfg.base_steps, "batch": cfg.base_batch, "cpu_seconds": time.process_time() - t0,
+           "wall_seconds": time.perf_counter() - w0, "threads": torch.get_num_threads(),
            "params": sum(p.numel() for p in model.parameters()), "curve": curve,
            "val_acc": curve[-1]["val_acc"]}
     return model, rec
@@ -182,7 +183,7 @@ def train_l2d(model, cfg: TinyConfig, progress: Progress, cancelled: Callable[[]
     gen = torch.Generator().manual_seed(cfg.seed + 1)
     val = task.sample(cfg.n_val, 1, "val")
     bins = np.linspace(0, 1, 6)
-    curve, losses, tb, t0 = [], [], [], time.process_time()
+    curve, losses, tb, t0, w0 = [], [], [], time.process_time(), time.perf_counter()
     for step in range(cfg.l2d_steps):
         if cancelled():
             raise InterruptedError("stopped")
@@ -211,6 +212,7 @@ def train_l2d(model, cfg: TinyConfig, progress: Progress, cancelled: Callable[[]
                                                  f"validation exact match at N = 8: {acc:.1%}")
     flow.eval()
     rec = {"steps": cfg.l2d_steps, "batch": cfg.l2d_batch, "cpu_seconds": time.process_time() - t0,
+           "wall_seconds": time.perf_counter() - w0, "threads": torch.get_num_threads(),
            "params": flow.n_params(), "curve": curve, "t_bins": bins.tolist(), "val_acc_n8": curve[-1]["val_acc_n8"]}
     return flow, rec
 

@@ -111,7 +111,7 @@ def test_kv_reuse():
     prompts = _ids(3)[:, :task.PROMPT_LEN]
     seen = {}
     try:
-        for n in (2, 8, 16):
+        for n in (2, 6):
             calls[0] = flow_calls[0] = 0
             generate(model, ad, flow, prompts, task.ANSWER_LEN, DecodeOptions(steps=n, solver="euler"))
             seen[n] = (calls[0], flow_calls[0])
@@ -119,7 +119,7 @@ def test_kv_reuse():
         for h in hooks:
             h.remove()
     assert {c for c, _ in seen.values()} == {task.ANSWER_LEN}  # prompt pass + one per new token but the last
-    assert [f for _, f in seen.values()] == [task.ANSWER_LEN * n for n in (2, 8, 16)]  # (N−1) evals + 1 read-out
+    assert [f for _, f in seen.values()] == [task.ANSWER_LEN * n for n in (2, 6)]  # (N−1) evals + 1 read-out
 
 
 def test_solvers_and_nfe():
@@ -127,24 +127,24 @@ def test_solvers_and_nfe():
     model = _gpt2()
     ad = Adapter(model)
     flow = _random_flow(model, seed=1)
-    main = main_pass(model, ad, _ids(2)[:, :task.PROMPT_LEN])
+    main = main_pass(model, ad, _ids(1)[:, :task.PROMPT_LEN])
     nfe = {}
     # evaluations per interval; the very last one of heun2/rk4 falls on t = 1, where v = 0 without a model call
     for solver, per, last in (("euler", 1, 0), ("midpoint", 2, 0), ("heun2", 2, 1), ("rk4", 4, 1)):
-        for n in (2, 5, 9):
+        for n in (2, 4, 6):
             logits, tr = next_token_logits(ad, flow, main, DecodeOptions(steps=n, solver=solver), None)
             assert torch.isfinite(logits).all()
             assert tr.nfe == (n - 1) * per - last, (solver, n, tr.nfe)
             nfe[solver, n] = tr.nfe
-        assert nfe[solver, 2] < nfe[solver, 5] < nfe[solver, 9]
+        assert nfe[solver, 2] < nfe[solver, 4] < nfe[solver, 6]
     adaptive = {}
     for solver in ("dopri5", "bosh3"):
-        for tol in (1e-5, 1e-3, 1e-1):
+        for tol in (1e-3, 1e-2, 1e-1):
             _, tr = next_token_logits(ad, flow, main, DecodeOptions(solver=solver, tolerance=tol), None)
             adaptive[solver, tol] = tr.nfe
         assert adaptive[solver, 1e-1] > 0
-        assert adaptive[solver, 1e-5] >= adaptive[solver, 1e-3] >= adaptive[solver, 1e-1]
-        assert adaptive[solver, 1e-5] > adaptive[solver, 1e-1]
+        assert adaptive[solver, 1e-3] >= adaptive[solver, 1e-2] >= adaptive[solver, 1e-1]
+        assert adaptive[solver, 1e-3] > adaptive[solver, 1e-1]
 
 
 def test_guidance_identities():
