@@ -28,7 +28,7 @@ from transformers.activations import ACT2FN
 class FlowConfig:
     flow_dim: int = 64  # d_f
     noise_rescaling: float = 64.0  # σ
-    flow_to_lm_hidden: int = 128
+    flow_to_lm_hidden: int = 64
     freq_dim: int = 128  # sinusoidal timestep features
     cond_dim: int = 64  # timestep_modulation_hidden_size
     lora_rank: int = 16

@@ -24,12 +24,12 @@ Progress = Callable[[float, str], None]
 @dataclass(frozen=True)
 class TinyConfig:
     n_layer: int = 4
-    n_embd: int = 128
+    n_embd: int = 64
     n_head: int = 4
-    base_steps: int = 800
+    base_steps: int = 1500
     base_batch: int = 64
     base_lr: float = 2e-3
-    l2d_steps: int = 600
+    l2d_steps: int = 800
     l2d_batch: int = 64
     l2d_lr: float = 1e-3
     lora_rank: int = 0  # 0: matched to the L2D path's trainable parameters

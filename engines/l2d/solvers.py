@@ -83,11 +83,11 @@ def next_token_logits(adapter: Adapter, flow: FlowPath | None, main: MainPass, o
     cond = labels.view(B, 1) if labels is not None else None
     guided = cond is not None and null is not None and opt.guidance is not None
 
-    def velocity(tt: torch.Tensor, x: torch.Tensor, lab) -> torch.Tensor:
+    def velocity(tt: torch.Tensor, x: torch.Tensor, lab, record: bool = True) -> torch.Tensor:
         logits = flow(adapter, main, q_pos, x.to(dtype), tt.to(dtype).view(1, 1), lab)
         temp = opt.temperature * (1 - float(tt)) if opt.estimator == "sample" else opt.temperature
         x1 = x1_estimate(logits, table, opt.estimator, temp, generator).to(x.dtype)
-        if opt.trace and lab is cond:
+        if opt.trace and record:
             p = torch.softmax(logits[:, 0].float(), -1)
             v, i = p.topk(min(5, p.shape[-1]), -1)
             trace.top.append([[(int(a), float(b)) for a, b in zip(ii, vv)] for ii, vv in zip(i, v)])
@@ -102,7 +102,7 @@ def next_token_logits(adapter: Adapter, flow: FlowPath | None, main: MainPass, o
         if guided:
             trace.nfe += 2
             v_c = velocity(tt, x, cond)
-            v_u = velocity(tt, x, null)
+            v_u = velocity(tt, x, null, record=False)
             return opt.guidance * v_c + (1 - opt.guidance) * v_u
         trace.nfe += 1
         return velocity(tt, x, cond if cond is not None else null)
