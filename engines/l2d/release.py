@@ -140,11 +140,16 @@ def load(progress=None) -> Bundle:
         if profile in _cache:
             return _cache[profile]
         if profile == "test":
+            import fcntl
+
             folder = micro_dir()
             cfg = models.MICRO
-            complete = all((folder / f).exists() for f in FILES.values())
-            if read_manifest(folder).get("config") != cfg.to_dict() or verify(folder) or not complete:
-                build(folder, cfg=cfg, progress=progress or (lambda f, m: None))
+            folder.mkdir(parents=True, exist_ok=True)
+            with open(folder / ".lock", "w") as lk:  # processes sharing the data dir build once
+                fcntl.flock(lk, fcntl.LOCK_EX)
+                complete = all((folder / f).exists() for f in FILES.values())
+                if read_manifest(folder).get("config") != cfg.to_dict() or verify(folder) or not complete:
+                    build(folder, cfg=cfg, progress=progress or (lambda f, m: None))
             source = "micro models (test profile)"
         else:
             folder = RELEASE_DIR
