@@ -74,6 +74,7 @@ def publish_zoo(name: str, config: dict | None = None, label: str = "") -> list[
     m32 = _zoo_measure(name, d)
     _say(f"  float32: {m32}")
     record = {k: meta.get(k) for k in ("train_seconds", "train_cpu_seconds", "threads", "built_at", "code")}
+    record["code"] = record["code"] or os.environ.get("PAPERLAB_RELEASE_CODE") or release.code_version()
     record.update(steps=cfg.steps if hasattr(cfg, "steps") else None, hardware=meta.get("hardware") or release.hardware(),
                   build_metrics=meta.get("metrics", {}))
     common = dict(config=cfg.model_dump(mode="json"), record=record, label=label or name,
@@ -245,7 +246,7 @@ def main(argv: list[str] | None = None) -> int:
             _build(t)
         os.environ["PAPERLAB_RELEASE"] = "on"  # publishing reads / writes the release
         _say(f"== publishing {t}")
-        p = _publish(t)
+        p = _publish(t)  # PAPERLAB_RELEASE_CODE: the commit that trained it, when its build record predates the field
         if args.cmd == "build":
             os.environ["PAPERLAB_RELEASE"] = "off"
         if p:

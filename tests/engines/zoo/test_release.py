@@ -18,7 +18,7 @@ def default_profile(monkeypatch):
     monkeypatch.setenv("PAPERLAB_PROFILE", "default")
     reset_settings()
     yield
-    monkeypatch.setenv("PAPERLAB_PROFILE", "test")
+    monkeypatch.undo()  # the profile, and whatever else the test patched (data dir, train functions)
     reset_settings()
 
 
@@ -136,3 +136,19 @@ def test_release_switch_off_trains_instead(micro_release, monkeypatch):
     d = zoo.build("judge_object")
     assert release.installed_from(d) is None and json.loads((d / "zoo.json").read_text())["metrics"]
     assert {r["name"]: r for r in zoo.status()}["judge_object"]["state"] == "built locally"
+
+
+def test_a_shipped_default_model_installs_into_a_fresh_data_dir_without_training(tmp_path, monkeypatch, default_profile):
+    """The real release: the smallest shipped default zoo model loads in an empty data directory, no training."""
+    shipped = {key.split("/")[1]: key for key in _released("zoo")}
+    name = next((n for n in ("judge_object", "judge_style", "clip") if n in shipped), None)
+    if name is None:
+        pytest.skip("no default zoo model in this release yet")
+    monkeypatch.setenv("PAPERLAB_DATA_DIR", str(tmp_path / "fresh-clone-data"))
+    reset_settings()
+    mod = __import__(f"engines.common.zoo.{catalog.entry(name).module}", fromlist=["train"])
+    monkeypatch.setattr(mod, "train", lambda *a, **k: pytest.fail("a shipped model must not be trained"))
+    assert not zoo.is_built(name) and {r["name"]: r for r in zoo.status()}[name]["state"].startswith("release v")
+    model = zoo.load(name)
+    assert model is not None and zoo.is_built(name)
+    assert release.installed_from(zoo.model_dir(name))["key"] == shipped[name].split("/", 1)[1]
