@@ -79,7 +79,7 @@ def build() -> None:
             with gr.Row():
                 workers = gr.Slider(1, 32, value=8, step=1, label="Workers N")
                 steps = gr.Slider(1, 50, value=10, step=1, label="Local steps z")
-            rounds = gr.Slider(10, 1000, value=100, step=10, label="Rounds T")
+            rounds = gr.Slider(10, 1000, value=100, step=10, label="Rounds T", elem_id="tailopt_rounds")
             methods = gr.CheckboxGroup([(v, k) for k, v in METHOD_LABELS.items()], value=list(DEFAULT_METHODS),
                                        label="Methods")
             with gr.Accordion("Hyper-parameters and thresholds", open=False):
