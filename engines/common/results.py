@@ -27,6 +27,8 @@ RESULTS_DIR = ROOT / "docs" / "results"
 CLAIM, REPORTED = "claim", "reported"
 # the header line, parsed back by app/landing.py
 SUMMARY_RE = re.compile(r"(\d+) of (\d+) claims reproduced")
+# the banner of a page measured before the claims audit (issue 17) and not re-run since
+PRE_AUDIT = "**Pre-audit page.**"
 
 
 @dataclass
