@@ -6,8 +6,8 @@
     python -m engines.release_models publish [TARGET ...] # ship what is cached (already trained), measured
 
 Targets: ``zoo/clip``, ``zoo/judge_object``, ``zoo/judge_style``, ``zoo/vae``, ``zoo/t2i``, ``object_audio``
-(its CLIP, base encoders, AudioLDM analogue and the dot / additive diffusion models); none = all, in
-dependency order. ``build`` trains with ``PAPERLAB_RELEASE=off`` in a fresh data directory (``--data-dir``,
+(its CLIP, base encoders, AudioLDM analogue and the dot / additive diffusion models), ``pde_staggered``
+(4 surrogate variants × 3 seeds per problem, p4m/M with pushforward); none = all, in dependency order. ``build`` trains with ``PAPERLAB_RELEASE=off`` in a fresh data directory (``--data-dir``,
 default a new folder under ``~/.cache/paperlab/models-build/``), so nothing comes from the release or an
 old cache; then it measures the held-out metrics, compares them with the manifest being replaced
 (``engines.common.zoo.heldout.TOLERANCE``) and publishes. Exit status 1 when a metric moved beyond its
@@ -22,10 +22,11 @@ import os
 import sys
 import tempfile
 import time
+from dataclasses import asdict
 from pathlib import Path
 
 ZOO_ORDER = ["clip", "judge_object", "judge_style", "vae", "t2i"]
-TARGETS = [f"zoo/{n}" for n in ZOO_ORDER] + ["object_audio"]
+TARGETS = [f"zoo/{n}" for n in ZOO_ORDER] + ["object_audio", "pde_staggered"]
 
 
 def _say(msg: str) -> None:
@@ -166,6 +167,61 @@ def publish_object_audio() -> list[str]:
     return problems
 
 
+# ----------------------------------------------------------------------------- pde_staggered
+
+
+def _pde_items():
+    """The surrogates the tab and the benchmark use: 4 variants × 3 seeds per problem, plus p4m/M with pushforward."""
+    from engines.pde_staggered.config import sizes
+    from engines.pde_staggered.models import VARIANTS
+
+    for problem in ("swe", "ins"):
+        sz = sizes(problem)
+        for seed in range(3):
+            for v in VARIANTS:
+                yield v, sz, seed, False, False, problem
+        if problem == "swe":
+            yield "p4m_M", sz, 0, True, False, problem
+
+
+def build_pde_staggered() -> None:
+    from engines.pde_staggered.training import train_variant
+
+    for v, sz, seed, pf, aug, problem in _pde_items():
+        train_variant(v, sz, seed, pf, aug, progress=_progress(f"pde_staggered {problem} {v} seed {seed}"), problem=problem)
+
+
+def publish_pde_staggered() -> list[str]:
+    """Ship every cached surrogate of ``_pde_items`` (keyed by its cache file's stem); metric: best validation loss."""
+    from engines.common import release
+    from engines.common.zoo import heldout
+    from engines.pde_staggered.training import MODEL_VERSION, export_for_release, model_path
+
+    problems = []
+    for v, sz, seed, pf, aug, problem in _pde_items():
+        path = model_path(v, sz, seed, pf, aug, problem)
+        if not path.exists():
+            _say(f"  {path.stem}: not trained, skipped")
+            continue
+        with tempfile.TemporaryDirectory() as tmp:
+            rec = export_for_release(path, tmp)
+            metrics = {"best_val_loss": rec["best_val"]}
+            old = release.manifest("pde_staggered", path.stem)
+            release.publish(
+                "pde_staggered", path.stem, Path(tmp), config={"sizes": asdict(sz), "variant": v, "seed": seed,
+                                                               "pushforward": pf, "augment": aug, "problem": problem},
+                record={"steps": sz.steps, "train_seconds": rec.get("seconds"), "best_step": rec.get("best_step"),
+                        "code": release.code_version(), "hardware": release.hardware()},
+                metrics=metrics, half=False, label=f"pde_staggered {problem} {v} seed {seed}" + (" pushforward" if pf else ""),
+                rebuild="make models MODELS=pde_staggered",
+                extra={"model_version": MODEL_VERSION, "curve": {"val_name": "validation loss (10% of the training trajectories)",
+                                                                 "val": rec.get("val")}})
+        _say(f"  published {path.stem}: {metrics}")
+        if old:
+            problems += [f"{path.stem} {p}" for p in heldout.compare(metrics, old["metrics"])]
+    return problems
+
+
 # ----------------------------------------------------------------------------- CLI
 
 
@@ -189,12 +245,14 @@ def _build(target: str) -> None:
         zoo.build(name, ctx=_progress(name))
     elif target == "object_audio":
         build_object_audio()
+    elif target == "pde_staggered":
+        build_pde_staggered()
 
 
 def _publish(target: str) -> list[str]:
     if target.startswith("zoo/"):
         return publish_zoo(target.split("/", 1)[1])
-    return publish_object_audio()
+    return publish_object_audio() if target == "object_audio" else publish_pde_staggered()
 
 
 def main(argv: list[str] | None = None) -> int:
