@@ -152,3 +152,30 @@ def test_a_shipped_default_model_installs_into_a_fresh_data_dir_without_training
     model = zoo.load(name)
     assert model is not None and zoo.is_built(name)
     assert release.installed_from(zoo.model_dir(name))["key"] == shipped[name].split("/", 1)[1]
+
+
+def test_publish_measures_held_out_metrics_and_make_models_compares_them(tmp_path, monkeypatch):
+    """``python -m engines.release_models``' zoo path on the micro judge: publish (float16 only when no held-out
+    metric moves), re-publish within tolerance, a moved metric reported; list / verify."""
+    from engines import release_models as RM
+    from engines.common.zoo import heldout
+
+    monkeypatch.setenv("PAPERLAB_RELEASE_DIR", str(tmp_path / "release"))
+    zoo.build("judge_object")
+    assert RM.publish_zoo("judge_object") == []  # nothing to compare with yet
+    key = f"judge_object/{zoo.model_dir('judge_object').name}"
+    m = release.manifest("zoo", key)
+    assert set(m["metrics"]) == {"test_accuracy"} and m["record"]["steps"] == catalog.resolve_config("judge_object").steps
+    stored = m["files"]["model.safetensors"].get("stored")
+    if stored == "float16":
+        assert heldout.compare(m["metrics"], m["metrics_float32"], heldout.HALF_TOLERANCE) == []
+    assert RM.publish_zoo("judge_object") == []  # same weights, same numbers
+    f = release.artifact_dir("zoo", key) / release.MANIFEST
+    mf = json.loads(f.read_text())
+    mf["metrics"]["test_accuracy"] += 0.2
+    f.write_text(json.dumps(mf))
+    assert any("test_accuracy" in p for p in RM.publish_zoo("judge_object"))
+    assert RM.main(["verify"]) == 0 and RM.main(["list"]) == 0
+    assert RM._expand(["clip", "object_audio"]) == ["zoo/clip", "object_audio"]
+    with pytest.raises(SystemExit):
+        RM._expand(["dall-e"])
