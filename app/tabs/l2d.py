@@ -14,7 +14,7 @@ from engines.l2d.params import ADAPTIVE, EXAMPLE, SOLVER_LABELS, STEP_GRID
 from ..bridge import JobRun, cancel_job
 
 METHOD_ID = "l2d"
-RELEASE = Path(__file__).resolve().parents[2] / "engines" / "l2d" / "release"
+RELEASE = Path(__file__).resolve().parents[2] / "release" / "l2d"
 STEP_HEADERS = ["steps N", "solver", "answer", "NFE (all tokens)", "correct"]
 
 
@@ -42,12 +42,18 @@ def steps_rows(res: dict) -> list[list]:
             for r in res["by_steps"]]
 
 
+def _released(name: str) -> dict | None:
+    """A JSON file of the released L2D models (``release/l2d/<key>/``), read without torch."""
+    for p in sorted(RELEASE.glob(f"*/{name}")):
+        try:
+            return json.loads(p.read_text())
+        except ValueError:
+            return None
+    return None
+
+
 def _example() -> dict | None:
-    p = RELEASE / "example.json"
-    try:
-        return json.loads(p.read_text()) if p.exists() else None
-    except ValueError:
-        return None
+    return _released("example.json")
 
 
 def run_solve(problem, steps, solver, tolerance, guidance, task_label, estimator, temperature, seed,
@@ -105,9 +111,9 @@ def run_real(model_id, train_steps, n_eval, progress=gr.Progress()):
 def show_training():
     from engines.l2d.plots import training_figure
 
-    man = json.loads((RELEASE / "manifest.json").read_text()) if (RELEASE / "manifest.json").exists() else {}
+    man = _released("l2d.json")
     if not man:
-        raise gr.Error("No released models: run python -m engines.l2d.release build", title="No release")
+        raise gr.Error("No released L2D models: run python -m engines.l2d.release build", title="No release")
     tr = man["training"]
     txt = (f"Base GPT-2 ({tr['base']['params']:,} parameters): {tr['base']['steps']} steps, "
            f"{tr['base']['cpu_seconds']:.0f} CPU-s, validation exact match {tr['base']['val_acc']:.1%}. ")

@@ -1,18 +1,21 @@
-"""The shipped tiny models: frozen base GPT-2, its L2D path and the matched LoRA baseline.
+"""The tiny models of L2D: frozen base GPT-2, its L2D path and the matched LoRA baseline.
 
-``engines/l2d/release/`` holds ``base.safetensors``, ``l2d.safetensors``, ``lora.safetensors`` and
-``manifest.json`` (config, training records with validation curves, sha256 of every file), so the tab
-works on a fresh clone without training. Rebuild (≈ 10-15 CPU-minutes on 2 cores):
+They live in a cache directory ``<data_dir>/l2d/<key>/`` (``base.safetensors``, ``l2d.safetensors``,
+``lora.safetensors``, ``l2d.json`` with the config, training records and validation curves, sha256 of
+every file, and ``example.json``, the worked example the tab opens on). The key hashes the config and
+``CODE_VERSION``. The default models ship in the project's model release as ``release/l2d/<key>/``
+(``engines.common.release``): on a fresh clone ``load()`` installs them (sha256-verified), nothing trains.
+Rebuild and publish (≈ 4 CPU-minutes on the shared 2-core machine):
 
-    flock "$HOME/.paperlab-heavy.lock" python -m engines.l2d.release build [base] [l2d] [lora]
+    flock "$HOME/.paperlab-heavy.lock" python -m engines.l2d.release build
 
-The test profile never reads the release: it trains micro models in seconds (``load`` caches them
-under the data directory).
+The test profile never reads the release: it trains micro models in seconds (its key differs).
 """
 from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 import sys
 import threading
 import time
@@ -21,14 +24,17 @@ from pathlib import Path
 import torch
 from safetensors.torch import load_file, save_file
 
+from engines.common import release as shared_release
 from engines.common.settings import get_settings
 
 from . import models
 from .flow import Adapter, FlowPath, freeze
 
-RELEASE_DIR = Path(__file__).resolve().parent / "release"
-MANIFEST = "manifest.json"
+CODE_VERSION = 1  # bump when the training code changes what gets built
+KIND = "l2d"
+META = "l2d.json"
 FILES = {"base": "base.safetensors", "l2d": "l2d.safetensors", "lora": "lora.safetensors"}
+REBUILD = 'flock "$HOME/.paperlab-heavy.lock" python -m engines.l2d.release build'
 
 _lock = threading.Lock()
 _cache: dict[str, "Bundle"] = {}
@@ -46,13 +52,28 @@ def sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def read_manifest(folder: Path = RELEASE_DIR) -> dict:
-    p = folder / MANIFEST
+def key_for(cfg: models.TinyConfig) -> str:
+    blob = json.dumps({"config": cfg.to_dict(), "code": CODE_VERSION}, sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def cache_dir(cfg: models.TinyConfig) -> Path:
+    return get_settings().data_dir / "l2d" / key_for(cfg)
+
+
+def read_manifest(folder: Path) -> dict:
+    p = folder / META
     return json.loads(p.read_text()) if p.exists() else {}
 
 
 def _write_manifest(folder: Path, man: dict) -> None:
-    (folder / MANIFEST).write_text(json.dumps(man, indent=1))
+    (folder / META).write_text(json.dumps(man, indent=1))
+
+
+def released_dir() -> Path | None:
+    """``release/l2d/<key>`` of the default config, when the release holds it (no torch needed)."""
+    d = shared_release.artifact_dir(KIND, key_for(models.TinyConfig()))
+    return d if (d / "manifest.json").exists() else None
 
 
 def _save(folder: Path, key: str, tensors: dict, man: dict, record: dict) -> None:
@@ -69,7 +90,7 @@ def _save(folder: Path, key: str, tensors: dict, man: dict, record: dict) -> Non
     _write_manifest(folder, man)
 
 
-def build(folder: Path = RELEASE_DIR, stages=("base", "l2d", "lora"), cfg: models.TinyConfig | None = None,
+def build(folder: Path, stages=("base", "l2d", "lora"), cfg: models.TinyConfig | None = None,
           progress=None, cancelled=lambda: False) -> dict:
     """Train the requested stages (later stages load the earlier ones from ``folder``)."""
     cfg = cfg or models.TinyConfig()
@@ -122,7 +143,7 @@ def _load_lora(folder: Path, cfg: models.TinyConfig):
     return freeze(lm)
 
 
-def verify(folder: Path = RELEASE_DIR) -> list[str]:
+def verify(folder: Path) -> list[str]:
     """Files whose sha256 differs from the manifest's (empty = all good)."""
     man = read_manifest(folder)
     return [f for f, meta in man.get("files", {}).items()
@@ -130,46 +151,47 @@ def verify(folder: Path = RELEASE_DIR) -> list[str]:
 
 
 def micro_dir() -> Path:
-    return get_settings().data_dir / "l2d" / "micro"
+    return cache_dir(models.MICRO)
+
+
+def _complete(folder: Path, cfg: models.TinyConfig) -> bool:
+    return (read_manifest(folder).get("config") == cfg.to_dict() and not verify(folder)
+            and all((folder / f).exists() for f in FILES.values()))
 
 
 def load(progress=None) -> Bundle:
-    """The models for the current profile (cached per process): the release, or micro models (test)."""
+    """The models for the current profile (cached per process): the release's, or micro models (test)."""
+    import fcntl
+
     profile = get_settings().profile
     with _lock:
         if profile in _cache:
             return _cache[profile]
-        if profile == "test":
-            import fcntl
-
-            folder = micro_dir()
-            cfg = models.MICRO
-            folder.mkdir(parents=True, exist_ok=True)
-            with open(folder / ".lock", "w") as lk:  # processes sharing the data dir build once
-                fcntl.flock(lk, fcntl.LOCK_EX)
-                complete = all((folder / f).exists() for f in FILES.values())
-                if read_manifest(folder).get("config") != cfg.to_dict() or verify(folder) or not complete:
+        cfg = models.profile_config()
+        folder = cache_dir(cfg)
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        with open(folder.parent / f".{folder.name}.lock", "w") as lk:  # processes sharing the data dir
+            fcntl.flock(lk, fcntl.LOCK_EX)
+            if not _complete(folder, cfg):
+                if profile == "test":
                     build(folder, cfg=cfg, progress=progress or (lambda f, m: None))
-            source = "micro models (test profile)"
-        else:
-            folder = RELEASE_DIR
-            man = read_manifest(folder)
-            if not man.get("files"):
-                raise FileNotFoundError(f"{folder} has no released models: python -m engines.l2d.release build")
-            bad = verify(folder)
-            if bad:
-                raise RuntimeError(f"released L2D files do not match their sha256 in the manifest: {bad}")
-            cfg = models.TinyConfig.from_dict(man["config"])
-            source = f"released tiny models ({man.get('built', '?')})"
+                elif shared_release.install(KIND, key_for(cfg), folder, progress) is None:
+                    raise FileNotFoundError(
+                        f"no released L2D models for key {key_for(cfg)} (release/{KIND}/): rebuild with `{REBUILD}`")
+                if not _complete(folder, cfg):
+                    raise RuntimeError(f"the L2D models in {folder} are incomplete or damaged: `{REBUILD}`")
+        source = ("micro models (test profile)" if profile == "test"
+                  else f"released tiny models (release/{KIND}/{key_for(cfg)})")
         man = read_manifest(folder)
         base = _load_base(folder, cfg)
         b = Bundle(base, _load_flow(folder, base, cfg), _load_lora(folder, cfg), cfg, man, source)
+        b.folder = folder
         _cache[profile] = b
         return b
 
 
-def write_example(folder: Path = RELEASE_DIR) -> Path:
-    """The tab opens on this worked example (solved with the released models, no torch at start-up)."""
+def write_example(folder: Path) -> Path:
+    """The tab opens on this worked example (solved with these models; no torch at start-up)."""
     from .experiment import solve
     from .params import EXAMPLE
 
@@ -179,6 +201,20 @@ def write_example(folder: Path = RELEASE_DIR) -> Path:
     return path
 
 
+def publish(folder: Path, cfg: models.TinyConfig) -> dict:
+    """Ship ``folder`` as ``release/l2d/<key>`` (float32: the L2D path was trained on these exact base weights)."""
+    man = read_manifest(folder)
+    tr = man["training"]
+    metrics = {"base_val_acc": tr["base"]["val_acc"], "l2d_val_acc_n8": tr["l2d"]["val_acc_n8"],
+               "lora_val_acc": tr["lora"]["curve"][-1]["val_acc"]}
+    record = {k: {f: v.get(f) for f in ("steps", "batch", "cpu_seconds", "wall_seconds", "threads", "params", "rank")
+                  if f in v} for k, v in tr.items()}
+    record.update(hardware=shared_release.hardware(), code=shared_release.code_version())
+    return shared_release.publish(KIND, key_for(cfg), folder, config=cfg.to_dict(), record=record, metrics=metrics,
+                                  half=False, files=[*FILES.values(), META, "example.json"],
+                                  label="l2d: tiny GPT-2 + L2D path + LoRA baseline", rebuild=REBUILD)
+
+
 def main(argv: list[str]) -> int:
     if not argv or argv[0] != "build":
         print(__doc__)
@@ -186,9 +222,15 @@ def main(argv: list[str]) -> int:
     stages = tuple(argv[1:]) or ("base", "l2d", "lora")
     torch.set_num_threads(1)  # OpenMP threads spin on the shared 2-core machine: one is faster
     t0 = time.time()
-    build(stages=stages)
-    write_example()
-    print(f"built {stages} in {time.time() - t0:.0f} s wall")
+    cfg = models.TinyConfig()
+    folder = cache_dir(cfg)
+    if "base" in stages:
+        shutil.rmtree(folder, ignore_errors=True)
+    build(folder, stages=stages, cfg=cfg)
+    _cache.clear()
+    write_example(folder)
+    m = publish(folder, cfg)
+    print(f"built {stages} in {time.time() - t0:.0f} s wall; published release/{KIND}/{m['key']}")
     return 0
 
 

@@ -69,8 +69,8 @@ def main():
     rep.claim("1. Preservation: L2D logits at t = 0 equal the frozen base logits; base weights bit-identical after "
               "L2D training", "max |Δ| < 1e-5; torch.equal",
               f"max |Δ| = {worst:.1e} over 200 test problems × 5 positions × 3 class labels; base bit-identical: "
-              f"{identical}; base file sha256 matches manifest: {not release.verify()}",
-              worst < 1e-5 and identical and not release.verify())
+              f"{identical}; files match their sha256: {not release.verify(bundle.folder)}",
+              worst < 1e-5 and identical and not release.verify(bundle.folder))
 
     t0 = time.perf_counter()
     b = benchmark({"n_problems": 2000, "steps": [1, 2, 4, 8, 16, 32], "solvers": ["midpoint", "euler"],
@@ -147,10 +147,9 @@ def main():
         f"{bundle.cfg.flow.lora_rank} on the q/o/MLP copies, DiT modulation from a {bundle.cfg.flow.freq_dim}-d "
         f"timestep embedding; {b['l2d_params']:,} trainable parameters. Steps N are grid points of linspace(0, 1, N) "
         "as in the official `ode_steps`; N = 1 is the base LM itself. Test problems come from a hash split "
-        "disjoint from training and validation. Models: `engines/l2d/release/` (manifest with sha256 and curves).")
-    path = rep.write()
-    release.write_example()
-    return path
+        "disjoint from training and validation. Models: `release/l2d/<key>/` (manifest with sha256, training "
+        "records and validation curves in `l2d.json`).")
+    return rep.write()
 
 
 if __name__ == "__main__":

@@ -22,9 +22,9 @@ def _open(page, url: str) -> None:
 
 
 def test_l2d_tab(request, browser_page):
-    from engines.l2d import release
+    from engines.common import release
 
-    if release.read_manifest().get("files"):  # the released models, as a fresh clone shows them
+    if release.artifacts("l2d"):  # the released models, as a fresh clone shows them
         url, _, _ = request.getfixturevalue("app_server")({"PAPERLAB_PROFILE": "default"})
     else:
         url = request.getfixturevalue("live_app")

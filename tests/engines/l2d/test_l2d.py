@@ -207,10 +207,32 @@ def test_micro_models_and_solve():
 
     b = release.load()
     assert b.manifest["training"]["l2d"]["base_bit_identical"] is True
-    assert not release.verify(release.micro_dir())
+    assert not release.verify(release.micro_dir()) and b.folder == release.micro_dir()
+    assert "micro" in b.source
     res = experiment.solve({"problem": "482+917+356=", "steps": 4, "compare_steps": [1, 2]})
     assert res["t0_max_abs_diff"] < 1e-5 and res["t0_equals_base"]
     assert res["by_steps"][0]["answer"] == res["base_answer"]  # N = 1 is the base LM
     assert len(res["answer"]) == task.ANSWER_LEN and res["nfe_per_token"] == [6] * task.ANSWER_LEN
     with pytest.raises(ParamError, match="negative"):
         experiment.solve({"problem": "1+1-5="})
+
+
+def test_publish_and_install_through_the_model_release(tmp_path, monkeypatch):
+    """The micro models published into a release directory install, verified, into a fresh data dir."""
+    import json
+    import shutil
+
+    from engines.common import release as shared
+    from engines.l2d import release
+
+    b = release.load()
+    src = tmp_path / "src"
+    shutil.copytree(b.folder, src)
+    (src / "example.json").write_text(json.dumps({"problem": "1+2+3="}))
+    monkeypatch.setenv("PAPERLAB_RELEASE_DIR", str(tmp_path / "rel"))
+    m = release.publish(src, models.MICRO)
+    assert m["key"] == release.key_for(models.MICRO) and set(m["files"]) >= {"base.safetensors", "l2d.json"}
+    assert "python -m engines.l2d.release build" in m["rebuild"]
+    dest = tmp_path / "fresh"
+    assert shared.install("l2d", m["key"], dest) is not None
+    assert not release.verify(dest) and release._complete(dest, models.MICRO)
