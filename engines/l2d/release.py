@@ -174,7 +174,10 @@ def load(progress=None) -> Bundle:
             fcntl.flock(lk, fcntl.LOCK_EX)
             if not _complete(folder, cfg):
                 if profile == "test":
-                    build(folder, cfg=cfg, progress=progress or (lambda f, m: None))
+                    from engines.common.threads import torch_threads
+
+                    with torch_threads(1):
+                        build(folder, cfg=cfg, progress=progress or (lambda f, m: None))
                 elif shared_release.install(KIND, key_for(cfg), folder, progress) is None:
                     raise FileNotFoundError(
                         f"no released L2D models for key {key_for(cfg)} (release/{KIND}/): rebuild with `{REBUILD}`")
