@@ -111,7 +111,7 @@ def main():
         print(f"== {label}", flush=True)
         res = cached(ds, dict(base, dataset=ds, **extra), train_and_sample)
         if res is None:
-            rep.claim(f"{label}: all four claims", "—", "not measured: the run did not finish in this session", False)
+            rep.not_measured(f"{label}: all four claims", "—", "the run did not finish in this session")
             continue
         results[ds] = res
         rows = {r["variant"]: r for r in res["rows"]}

@@ -145,7 +145,7 @@ def main():
     t_s = mean([r["cost"]["grad_s"] for r in allr])
     t_g = mean([g["train_s"] for g in ga])
     t_search = mean([r["cost"]["chosen_search_s"] for r in allr])
-    rep.claim("Compute and memory beside GA (reported): SLUG needs less extra state memory than GA",
+    rep.claim("Compute and memory beside GA: SLUG needs less extra state memory than GA",
               "UnlearnCanvas: SLUG 39 s / 3.61 GB vs ESD 6163 s / 17.8 GB, SalUn 667 s / 30.8 GB",
               f"SLUG: {ex_s:.0f} gradient examples, {t_s:.2f} s gradients + {t_search:.1f} s search (chosen layer), "
               f"{mem_s:.1f} MiB extra state; GA: {ex_g:.0f} gradient examples, {t_g:.2f} s updates, {mem_g:.1f} MiB",
@@ -184,9 +184,9 @@ def t2i_claim(rep):
     from engines.common import zoo
 
     if not zoo.is_built("t2i") and not os.environ.get("SLUG_BUILD_T2I"):
-        rep.claim("Text-to-image: judge accuracy on the forgotten concept falls ≥ 50 points, unrelated concepts within 10",
-                  "UnlearnCanvas: UA ≈ 86 % (style)", "not measured: the zoo's default text-to-image model is not built "
-                  "on this machine (set SLUG_BUILD_T2I=1 to train it first)", False)
+        rep.not_measured("Text-to-image: judge accuracy on the forgotten concept falls ≥ 50 points, unrelated concepts "
+                         "within 10", "UnlearnCanvas: UA ≈ 86 % (style)", "the zoo's default text-to-image model is "
+                         "not built on this machine (set SLUG_BUILD_T2I=1 to train it first)")
         return
     from .t2i_unlearn import unlearn_t2i
 
