@@ -318,6 +318,7 @@ METHODS: list[MethodSpec] = [
         paper=Paper("Efficient Distributed Optimization under Heavy-Tailed Noise", "Su Hyeong Lee, Manzil Zaheer, Tian Li", arxiv="2502.04164", code_url="https://github.com/sulee3/Heavy-Tails"),
         summary="Gradient noise in language-model training is heavy-tailed, which breaks plain federated averaging. The paper's TailOPT framework clips adaptively at both the workers and the server (Bi²Clip) and converges where averaging diverges.",
         try_it="Simulate workers with heavy-tailed gradient noise and compare FedAvg, clipping and Bi²Clip loss curves.",
+        status="available",
         entries={
             "compare": Entry("engines.tailopt.experiment:compare", "engines.tailopt.params:CompareParams"),
             "noise_probe": Entry("engines.tailopt.experiment:noise_probe", "engines.tailopt.params:NoiseParams"),

@@ -41,7 +41,8 @@ def tiny_gpt2(n_layer: int = 2, n_embd: int = 64, n_head: int = 4):
     from transformers import GPT2Config, GPT2LMHeadModel
 
     cfg = GPT2Config(vocab_size=VOCAB, n_positions=SEQ, n_embd=n_embd, n_layer=n_layer, n_head=n_head,
-                     resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0, tie_word_embeddings=True)
+                     resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0, tie_word_embeddings=True,
+                     bos_token_id=0, eos_token_id=0)
     torch.manual_seed(0)
     return GPT2LMHeadModel(cfg).eval()
 
