@@ -217,6 +217,8 @@ class HeuristicAgent(Agent):
         queue = list(cands)[: self.max_candidates]
         if queue and not queue[0].repairs and self._can_ask():
             queue = (yield from self._ask_location(queue)) or queue
+        best: tuple[Candidate, str] | None = None  # the most confident localisation and its first attempt
+        last: Candidate | None = None
         while queue:
             cand = queue.pop(0)
             src = yield from self._read(cand.path)
@@ -227,20 +229,33 @@ class HeuristicAgent(Agent):
             attempts = [a for a in attempts if a and pycode.normalise(a) != pycode.normalise(orig)]
             if not attempts and not tried_report:
                 attempts, tried_report = [orig], True  # report the localisation with the code unchanged
+            if best is None and attempts:
+                best = (cand, attempts[0])
             for new in dict.fromkeys(attempts):
                 if self.balance < self.info["coding_cost"]:
                     return
                 edits = {cand.path: pycode.splice(src, cand.qualname, new)}
                 if edited and edited != cand.path:
                     edits[edited] = self.files[edited]  # undo the previous (wrong) edit
-                edited = cand.path
+                edited, last = cand.path, cand
                 obs = yield ProposeAction(edits=edits, answer=[(f"{WORKSPACE}/{cand.path}", cand.name)],
                                           thought=f"{cand.rule}: repair {cand.qualname} in {cand.path}")
                 if obs.success:
                     return
                 if self._can_ask() and "where" not in self.asked:
-                    queue = (yield from self._ask_location([c for c in queue if c is not cand])) or queue
+                    asked = yield from self._ask_location([c for c in queue if c is not cand])
+                    if asked:
+                        queue, best = asked, None
                     break
+        # out of ideas: leave the most confident localisation as the final answer
+        if best and last is not best[0] and self.balance >= self.info["coding_cost"]:
+            cand, new = best
+            src = self.files[cand.path]
+            edits = {cand.path: pycode.splice(src, cand.qualname, new)}
+            if edited and edited != cand.path:
+                edits[edited] = self.files[edited]
+            yield ProposeAction(edits=edits, answer=[(f"{WORKSPACE}/{cand.path}", cand.name)],
+                                thought=f"final answer: the most confident localisation, {cand.qualname}")
 
     def _ask_location(self, queue: list[Candidate]) -> Generator[Action, Observation, list[Candidate] | None]:
         self.asked.add("where")
