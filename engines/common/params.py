@@ -17,9 +17,12 @@ from __future__ import annotations
 
 import math
 import numbers
+import types
+import typing
+from functools import lru_cache
 from typing import Annotated, Any, TypeVar
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError, model_validator
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -50,10 +53,40 @@ FiniteFloat = Annotated[float, BeforeValidator(_real_number)]
 WholeNumber = Annotated[int, BeforeValidator(_whole_number)]
 
 
+def _is_float(tp: Any) -> bool:
+    """``float``, ``FiniteFloat``, ``float | None`` (not containers of floats)."""
+    origin = typing.get_origin(tp)
+    if origin is Annotated:
+        return _is_float(typing.get_args(tp)[0])
+    if origin in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(tp) if a is not type(None)]
+        return len(args) == 1 and _is_float(args[0])
+    return tp is float
+
+
+@lru_cache(maxsize=None)
+def _float_fields(cls: type) -> tuple[str, ...]:
+    return tuple(name for name, f in cls.model_fields.items() if _is_float(f.annotation))
+
+
 class Params(BaseModel):
-    """Base class for every entry point's parameters: unknown fields are errors, floats are finite."""
+    """Base class for every entry point's parameters: unknown fields are errors, floats are finite numbers.
+
+    Plain ``float`` fields get the same protection as ``FiniteFloat`` (no NaN/±inf anywhere, no
+    booleans or text in a float field), so a new method is covered without extra code.
+    """
 
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _floats_are_numbers(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            for name in _float_fields(cls):
+                v = data.get(name)
+                if v is not None and (isinstance(v, bool) or not isinstance(v, numbers.Real)):
+                    raise ValueError(f"{name}: must be a number, not {type(v).__name__}")
+        return data
 
 
 class ParamError(ValueError):
