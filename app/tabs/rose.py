@@ -10,13 +10,14 @@ from pathlib import Path
 import gradio as gr
 
 from engines.rose.params import BASELINE_LABELS, MAX_CONTEXT, MAX_HORIZON
-from engines.rose.plots import (METRIC_HEADERS, ablation_figure, forecast_figure, loss_figure, mask_figure,
-                                metrics_rows, register_figure)
+from engines.rose.plots import (METRIC_HEADERS, ablation_figure, figure_array, forecast_figure, loss_figure,
+                                mask_figure, metrics_rows, register_figure)
 
 from ..bridge import JobRun, cancel_job
 
 METHOD_ID = "rose"
-EXAMPLE = Path(__file__).resolve().parents[2] / "engines" / "rose" / "release" / "example.json"
+RELEASE = Path(__file__).resolve().parents[2] / "engines" / "rose" / "release"
+EXAMPLE = RELEASE / "example.json"  # the worked example, and its two figures as PNGs (cheap to show at start-up)
 
 HELD_OUT = [("Airline passengers (monthly) — held out", "airline"), ("Mauna Loa CO₂ (weekly) — held out", "co2"),
             ("Sunspot numbers (monthly) — held out", "sunspots"),
@@ -35,6 +36,11 @@ def _example() -> dict | None:
         return json.loads(EXAMPLE.read_text())
     except (OSError, ValueError):
         return None
+
+
+def _png(name: str) -> str | None:
+    p = RELEASE / name
+    return str(p) if p.exists() else None
 
 
 def _status(res: dict) -> str:
@@ -68,7 +74,8 @@ def run_forecast(series, csv_file, csv_column, horizon, context, holdout, few_sh
     job = JobRun(METHOD_ID, "forecast", params)
     yield job.id, gr.skip(), gr.skip(), gr.skip(), f"Job {job.id[:8]} queued…"
     res = job.wait(progress)
-    yield job.id, forecast_figure(res), metrics_rows(res), register_figure(res), _status(res)
+    yield (job.id, figure_array(forecast_figure(res)), metrics_rows(res), figure_array(register_figure(res)),
+           _status(res))
 
 
 def run_mask(series, csv_file, csv_column, tau, band, context, progress=gr.Progress()):
@@ -141,12 +148,13 @@ def build() -> None:
                 stop = gr.Button("Stop", variant="stop")
             status = gr.Markdown(_status(ex) if ex else "", elem_id="rose_status")
         with gr.Column(scale=3):
-            plot = gr.Plot(forecast_figure(ex) if ex else None, label="Forecast", elem_id="rose_plot")
+            plot = gr.Image(_png("example_forecast.png"), label="Forecast", elem_id="rose_plot", type="numpy",
+                            interactive=False)
             table = gr.Dataframe(metrics_rows(ex) if ex else None, headers=METRIC_HEADERS, interactive=False,
                                  label="Metrics on the held-out truth (MSE/MAE on the standardised series)",
                                  elem_id="rose_table")
-            reg_plot = gr.Plot(register_figure(ex) if ex else None, label="Register activation",
-                               elem_id="rose_register")
+            reg_plot = gr.Image(_png("example_register.png"), label="Register activation", type="numpy",
+                                interactive=False, elem_id="rose_register")
     with gr.Accordion("Frequency-masking explorer (the pre-training views)", open=False):
         with gr.Row():
             tau = gr.Slider(0.0, 1.0, value=0.2, step=0.01, label="Threshold τ (share of rFFT bins)")

@@ -9,6 +9,16 @@ COLORS = {"rose_zero": "#c0392b", "rose_few": "#8e44ad", "seasonal_naive": "#7f8
 FAMILY_COLORS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b"]
 
 
+def figure_array(fig: Figure, dpi: int = 90) -> np.ndarray:
+    """Render a figure to an RGB array (the tab shows forecasts as images)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    canvas = FigureCanvasAgg(fig)
+    fig.set_dpi(dpi)
+    canvas.draw()
+    return np.asarray(canvas.buffer_rgba())[..., :3].copy()
+
+
 def forecast_figure(res: dict, show: list[str] | None = None) -> Figure:
     fig = Figure(figsize=(10, 4.2))
     ax = fig.add_subplot(111)

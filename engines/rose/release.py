@@ -78,8 +78,12 @@ def build_example() -> dict:
     """The tab's worked example, computed from the released weights (so the tab opens on a result)."""
     from .experiment import forecast
 
+    from .plots import forecast_figure, register_figure
+
     res = forecast(dict(EXAMPLE)).model_dump(mode="json")
     (RELEASE_DIR / "example.json").write_text(json.dumps(res))
+    forecast_figure(res).savefig(RELEASE_DIR / "example_forecast.png", dpi=90)
+    register_figure(res).savefig(RELEASE_DIR / "example_register.png", dpi=90)
     return res
 
 
