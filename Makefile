@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed
 # Packages whose declared dependencies are wrong for us (CLI plugins, old pins): installed --no-deps.
 NODEPS := requirements-nodeps.txt
 
-.PHONY: install run test test-fast reproduce lint clean
+.PHONY: install run test test-fast bench reproduce lint clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -30,6 +30,10 @@ test: install
 
 test-fast: install
 	PAPERLAB_PROFILE=test $(PY) -m pytest -q -m "not e2e" $(PYTEST_ARGS)
+
+# Budgets (start-up time ...), measured and reported; not part of `make test`. Run on an idle machine.
+bench: install
+	$(PY) benchmarks/startup.py
 
 reproduce: install
 	$(PY) -m engines.reproduce $(METHOD)
