@@ -51,10 +51,17 @@ def register_usage(model: ROSE, n_per_family: int = 200, seed: int = 123) -> dic
             "families": list(data.FAMILIES)}
 
 
+_CORPORA: dict = {}
+
+
 def pretrain_from_recipe(recipe: dict, on_progress=None) -> tuple[ROSE, dict]:
     over = {} if recipe.get("register", recipe.get("with_register", True)) else {"n_embedding": 0}
     cfg = training.config_for(recipe["size"], mask_mode=recipe["mask_mode"], **over)
-    corpus = training.build_corpus(recipe["n_series"], cfg, recipe["seed"], real=recipe.get("real", True))
+    key = (recipe["n_series"], recipe["size"], recipe["seed"], recipe.get("real", True))
+    if key not in _CORPORA:  # the ablation's variants share one corpus per seed
+        _CORPORA.clear()
+        _CORPORA[key] = training.build_corpus(recipe["n_series"], cfg, recipe["seed"], real=recipe.get("real", True))
+    corpus = _CORPORA[key]
     t0 = time.perf_counter()
     model, hist = training.pretrain(cfg, corpus, recipe["steps"], recipe["batch_size"], recipe["lr"],
                                     recipe["seed"], on_progress=on_progress)
