@@ -102,6 +102,11 @@ def run_episode(repo, instance_id, agent, mode, collaborator, budget, coding, as
 
     if not instance_id:
         raise gr.Error("Pick an instance first.", title="No instance")
+    if _find(repo, instance_id) is None:
+        from engines.common.params import shorten
+
+        raise gr.Error(f"There is no instance {shorten(instance_id, 40)} in {repo}: pick one from the list.",
+                       title="Unknown instance")
     params = dict(repo=repo, instance_id=instance_id, agent=agent, mode=mode, collaborator=collaborator,
                   total_budget=float(budget), coding_cost=float(coding), asking_cost=float(asking),
                   max_turns=int(max_turns), llm=_llm(endpoint, model, key))
@@ -176,7 +181,8 @@ def build() -> None:
             kind = gr.Radio(["all", "caller", "callee"], value="all", label="Instance type")
             choices = instance_choices(repo0, "all")
             instance = gr.Dropdown(choices, value=first["instance_id"] if first else (choices[0][1] if choices else None),
-                                   label="Out-of-sync instance", elem_id="syncmind_instance")
+                                   label="Out-of-sync instance", elem_id="syncmind_instance",
+                                   allow_custom_value=True)
             agent = gr.Radio([(v, k) for k, v in AGENT_LABELS.items()], value="heuristic", label="Agent")
             mode = gr.Radio(["independent", "collaborative"], value="collaborative", label="Mode")
             collaborator = gr.Radio([("Oracle (deterministic, answers only what is asked)", "oracle"),
