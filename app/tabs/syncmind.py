@@ -76,7 +76,7 @@ def log_rows(turns: list[dict]) -> list[list]:
         s = t.get("summary")
         tests = "" if not s else f"{s['passed']} passed, {s['failed']} failed, {s['errors']} errors"
         if t.get("success"):
-            tests += " ✅"
+            tests += " ✓ passed"
         rows.append([t["turn"], t["kind"], t["action"][:300], t["response"][:400], t["cost"], t["balance"], tests])
     return rows
 
@@ -84,7 +84,7 @@ def log_rows(turns: list[dict]) -> list[list]:
 def verdict(result: dict, inst: dict) -> str:
     ok = result["success"]
     ans = "; ".join(f"`{p}` :: `{f}`" for p, f in result["answer"]) or "none"
-    head = "✅ **Recovered**" if ok else f"❌ **Not recovered** ({result['end_reason']})"
+    head = "✓ **Recovered**" if ok else f"✗ **Not recovered** ({result['end_reason']})"
     return (f"{head} in {result['turns']} turns, ${result['cost']:g} spent, ${result['balance_left']:g} left · "
             f"final answer: {ans} · LA_file {'✓' if result['la_file'] else '✗'} · "
             f"LA_func {'✓' if result['la_func'] else '✗'} · {result['n_ask']} question(s)\n\n"
@@ -210,7 +210,7 @@ def build() -> None:
             with gr.Row():
                 diff = gr.Code(diff_text(first) if first else "", label="Stale → current function (revealed at the end)",
                                lines=10, max_lines=24)
-                balance = gr.Plot(label="Balance per turn")
+                balance = gr.Plot(label="Balance per turn", elem_id="syncmind_balance_plot")
     with gr.Accordion("Batch evaluation (background job)", open=True):
         with gr.Row():
             agents = gr.CheckboxGroup([(v, k) for k, v in AGENT_LABELS.items()], value=["heuristic", "gold", "noop"],
@@ -225,7 +225,7 @@ def build() -> None:
         bstatus = gr.Markdown(f"Worked example: batch over {bt['repo']} ({len(bt['episodes'])} episodes)." if bt else "")
         btable = gr.Dataframe(batch_rows(bt["rows"]) if bt else [], headers=BATCH_HEADERS, interactive=False,
                               label="SR, localisation (LA), conditional success (CSR), assistance seeking (ASR)")
-        bplot = gr.Plot(label="Agents compared")
+        bplot = gr.Plot(label="Agents compared", elem_id="syncmind_batch_plot")
     # the worked example's figures are drawn after the page loads (keeps matplotlib out of start-up)
     gr.on(None, lambda: (_fig(ep), _bfig(bt)), None, [balance, bplot], api_visibility="private")
     pick_out = [instance, info, err, diff]

@@ -20,7 +20,7 @@ def test_pick_and_gold_episode(client):
     log, verdict, diff, _ = client.predict("minilib", CALLEE, "gold", "independent", "oracle", 1000, 100, 100, 30,
                                               "", "", "", api_name="/syncmind_run")
     assert "Recovered" in verdict and "LA_func ✓" in verdict and "`summarize`" in verdict
-    assert log["data"][0][1] == "propose" and "✅" in log["data"][0][-1]
+    assert log["data"][0][1] == "propose" and "✓ passed" in log["data"][0][-1]
     assert "+++" in diff and "def summarize" in diff
 
 
