@@ -227,7 +227,7 @@ class HeuristicAgent(Agent):
                 continue
             attempts = [r(orig) for r in cand.repairs]
             attempts = [a for a in attempts if a and pycode.normalise(a) != pycode.normalise(orig)]
-            if not attempts and not tried_report:
+            if not attempts and (not tried_report or cand.rule == "collaborator"):
                 attempts, tried_report = [orig], True  # report the localisation with the code unchanged
             if best is None and attempts:
                 best = (cand, attempts[0])
