@@ -56,11 +56,20 @@ def _example() -> dict | None:
     return _released("example.json")
 
 
+def _int(v):
+    """int() for whole numbers; anything else goes to the parameter model as is (it names the field)."""
+    import math
+
+    if isinstance(v, float) and math.isfinite(v) and v == int(v):
+        return int(v)
+    return v
+
+
 def run_solve(problem, steps, solver, tolerance, guidance, task_label, estimator, temperature, seed,
               progress=gr.Progress()):
-    params = dict(problem=problem or "", steps=int(steps), solver=solver, tolerance=float(tolerance),
-                  guidance=float(guidance), task_label=task_label, estimator=estimator,
-                  temperature=float(temperature), seed=int(seed), compare_steps=list(STEP_GRID))
+    params = dict(problem=problem or "", steps=_int(steps), solver=solver, tolerance=tolerance,
+                  guidance=guidance, task_label=task_label, estimator=estimator,
+                  temperature=temperature, seed=_int(seed), compare_steps=list(STEP_GRID))
     job = JobRun(METHOD_ID, "solve", params)
     yield job.id, gr.skip(), gr.skip(), gr.skip(), f"Job {job.id[:8]} queued…"
     res = job.wait(progress)
@@ -72,8 +81,14 @@ def run_solve(problem, steps, solver, tolerance, guidance, task_label, estimator
 
 def random_problem(carries: float, task_name: str, seed: float) -> str:
     """A random held-out test problem with the requested number of carries (web process, no model)."""
+    import math
+
     from engines.l2d import task
 
+    ok = isinstance(seed, (int, float)) and not isinstance(seed, bool) and math.isfinite(seed) and 0 <= seed < 2**31
+    if not ok or task_name not in task.TASKS or not isinstance(carries, (int, float)) or not 0 <= carries <= 3:
+        raise gr.Error("Seed must be a whole number from 0 to 2147483647, carries 0-3 and the task add or sub.",
+                       title="Invalid input")
     pr = task.sample(400, int(seed), "test", tasks=(task_name,))
     want = [i for i in range(len(pr["a"])) if pr["carries"][i] == int(carries)] or [0]
     i = want[0]
@@ -81,7 +96,7 @@ def random_problem(carries: float, task_name: str, seed: float) -> str:
 
 
 def run_benchmark(n_problems, seeds, n_adaptive, progress=gr.Progress()):
-    params = dict(n_problems=int(n_problems), seeds=int(seeds), n_adaptive=int(n_adaptive))
+    params = dict(n_problems=_int(n_problems), seeds=_int(seeds), n_adaptive=_int(n_adaptive))
     job = JobRun(METHOD_ID, "benchmark", params)
     yield job.id, gr.skip(), gr.skip(), gr.skip(), f"Job {job.id[:8]} queued…"
     res = job.wait(progress)
@@ -95,7 +110,7 @@ def run_benchmark(n_problems, seeds, n_adaptive, progress=gr.Progress()):
 
 
 def run_real(model_id, train_steps, n_eval, progress=gr.Progress()):
-    params = dict(model_id=model_id or "", train_steps=int(train_steps), n_eval=int(n_eval))
+    params = dict(model_id=model_id or "", train_steps=_int(train_steps), n_eval=_int(n_eval))
     job = JobRun(METHOD_ID, "real_model", params)
     yield job.id, f"Job {job.id[:8]} queued (loads the language model first)…"
     res = job.wait(progress)
