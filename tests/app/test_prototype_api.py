@@ -55,8 +55,10 @@ def test_program_editing_and_bad_programs(client):
 def test_bad_words_are_explained(client):
     c = client
     c.predict("lamp", api_name="/prototype_reset")
-    out = c.predict("lamp", "paint the fridge purple", "interface", "induced", 1.0, api_name="/prototype_apply")
+    out = c.predict("lamp", "blorp the zibber quickly", "interface", "induced", 1.0, api_name="/prototype_apply")
     assert "Not understood" in out[2]
+    out = c.predict("lamp", "paint the shade purple", "interface", "induced", 1.0, api_name="/prototype_apply")
+    assert "the lamp has no colour setting; it has: base (radius, height)" in out[2] and "Refused" in out[2]
     with pytest.raises(Exception, match="limit is 500"):
         c.predict("lamp", "x" * 600, "interface", "induced", 1.0, api_name="/prototype_apply")
     with pytest.raises(Exception, match="Nothing to undo"):
