@@ -2,21 +2,29 @@
 from __future__ import annotations
 
 import html
-import re
 from pathlib import Path
 
+from engines.common.results import PRE_AUDIT, claim_counts
 from engines.registry import METHODS, MethodSpec
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def claim_status(method_id: str) -> tuple[int, int] | None:
-    """(PASS count, MISS count) from docs/results/<id>.md, or None if not measured yet."""
+    """(claims reproduced, claims) from docs/results/<id>.md, or None if not measured yet.
+
+    Claims only: "reported" rows (measured figures without a pass condition) are not counted.
+    """
     p = ROOT / "docs" / "results" / f"{method_id}.md"
     if not p.exists():
         return None
-    text = p.read_text(encoding="utf-8", errors="replace")
-    return len(re.findall(r"\|\s*PASS\s*\|", text)), len(re.findall(r"\|\s*MISS\s*\|", text))
+    return claim_counts(p.read_text(encoding="utf-8", errors="replace"))
+
+
+def is_pre_audit(method_id: str) -> bool:
+    """A results page measured before the claims audit and not re-run since (it carries the banner)."""
+    p = ROOT / "docs" / "results" / f"{method_id}.md"
+    return p.exists() and PRE_AUDIT in p.read_text(encoding="utf-8", errors="replace")
 
 
 def file_url(rel: str) -> str:
@@ -29,10 +37,12 @@ def card(m: MethodSpec) -> str:
     claims = ""
     st = claim_status(m.id) if m.status == "available" else None
     if st is not None:
-        ok, miss = st
-        claims = f'<span class="pl-badge pl-pass">{ok} PASS</span>'
-        if miss:
-            claims += f'<span class="pl-badge pl-miss">{miss} MISS</span>'
+        ok, n = st
+        cls = "pl-pass" if ok == n else "pl-miss"
+        stale = is_pre_audit(m.id)
+        claims = (f'<span class="pl-badge {cls}" title="claims with a pass condition; reported figures are not '
+                  f'counted{"; measured before the claims audit (issue 17)" if stale else ""}">{ok} of {n} claims '
+                  f'reproduced{" (pre-audit)" if stale else ""}</span>')
     links = []
     if (ROOT / m.docs_page).exists():
         links.append(f'<a href="{file_url(m.docs_page)}" target="_blank">method docs</a>')

@@ -28,3 +28,18 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "/e2e/" in str(item.fspath):
             item.add_marker(pytest.mark.e2e)
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    """One line at the end: what was skipped and why (a silent skip hides a missing component)."""
+    skipped = terminalreporter.stats.get("skipped", [])
+    if not skipped:
+        terminalreporter.write_line("paperlab: nothing skipped")
+        return
+    reasons: dict[str, int] = {}
+    for rep in skipped:
+        longrepr = rep.longrepr
+        reason = longrepr[2] if isinstance(longrepr, tuple) else str(longrepr)
+        reason = reason.removeprefix("Skipped: ")
+        reasons[reason] = reasons.get(reason, 0) + 1
+    terminalreporter.write_line("paperlab: skipped " + "; ".join(f"{n} × {r}" for r, n in reasons.items()))

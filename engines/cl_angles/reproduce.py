@@ -44,13 +44,27 @@ def synthetic_claims(rep: Report) -> None:
     rep.claim("Claim 4 / check 4: θ_c(CL) > 90° (check: > 100°): acute and small obtuse angles forget benignly",
               "benign for −C₁ ≤ cos θ ≤ 1 (acute or small obtuse)", f"θ_c(CL) = {k_cl}° (cos θ_c = "
               f"{np.cos(np.radians(k_cl or 0)):.2f})", k_cl is not None and k_cl > 100)
-    bound = sw["replay_bound"]
-    rep.claim("Theory check (reported): with C₂ ≈ −cos θ_c(CL), replay should be benign at least up to "
-              "cos θ = −(C₂+1)/2; the measured replay knee lies beyond that angle",
-              "−(C₂+1)/2 ≤ cos θ benign with replay",
-              f"predicted bound {bound:.1f}°, measured θ_c(replay) = {k_rp}°; EWC θ_c = {by['ewc']['knee']}°, "
-              f"EWC-Replay θ_c = {by['replay_ewc']['knee']}°",
-              bound is not None and k_rp is not None and k_rp >= bound)
+    # Theory check on held-out seeds: C₂ is fitted from the CL knee of seed 0 alone, and the prediction it makes
+    # (replay benign at least up to cos θ = −(C₂+1)/2) is tested on the replay knee of the other seeds.
+    from .two_tasks import knee as knee_of
+
+    cl_seeds, rp_seeds = np.array(by["cl"]["per_seed"]), np.array(by["replay"]["per_seed"])
+    k_fit = knee_of(a, cl_seeds[0])
+    k_test = knee_of(a, rp_seeds[1:].mean(0)) if len(rp_seeds) > 1 else None
+    bound = None
+    if k_fit is not None:
+        c2 = -np.cos(np.radians(k_fit))
+        bound = float(np.degrees(np.arccos(np.clip(-(c2 + 1) / 2, -1.0, 1.0))))
+    claim = ("Theory check, fitted and tested on different seeds: C₂ ≈ −cos θ_c(CL) from seed 0's CL curve predicts "
+             "replay is benign at least up to cos θ = −(C₂+1)/2; the replay knee of seeds 1-2 lies beyond that angle")
+    if bound is None or k_test is None:
+        rep.not_measured(claim, "−(C₂+1)/2 ≤ cos θ benign with replay",
+                         f"no knee (seed-0 CL knee {k_fit}, seeds 1-2 replay knee {k_test}; needs ≥ 2 seeds)")
+    else:
+        rep.claim(claim, "−(C₂+1)/2 ≤ cos θ benign with replay",
+                  f"seed-0 CL knee {k_fit}° → predicted bound {bound:.1f}°; seeds 1-2 replay knee {k_test}° "
+                  f"(all-seed knees: CL {k_cl}°, replay {k_rp}°, EWC {by['ewc']['knee']}°, "
+                  f"EWC-Replay {by['replay_ewc']['knee']}°)", k_test >= bound)
     rep.figure(sweep_figure(sw), "sweep", f"Task-1 test error after task 2 against θ (3 seeds, bands ± 1 std); "
                                           f"computed in {sw['elapsed_s']:.0f} s")
 
@@ -101,11 +115,12 @@ def real_claims(rep: Report) -> None:
     rep.figure(selection_gallery(s), "gallery", "The replayed task-1 digits per selector (seed 0)")
     n = _d(buffer_selection({"dataset": "digits", "seeds": 5, "buffer_frac": 0.05, "feature_space": "network"}))
     on = {x["selector"]: x for x in n["outcomes"]}
-    rep.claim("Reported: the same with cosines in the task-1 network's feature layer (the Mammoth `fill_buffer` "
-              "variant)", "mid-angle best",
-              ", ".join(f"{x['label']} {x['forgetting']:.3f}" for x in n["outcomes"]),
-              on["mid"]["forgetting"] <= min(on["random"]["forgetting"], on["small"]["forgetting"]) + 0.005
-              and on["mid"]["forgetting"] < on["big"]["forgetting"])
+    mid_best = on["mid"]["forgetting"] <= min(on["random"]["forgetting"], on["small"]["forgetting"]) + 0.005 \
+        and on["mid"]["forgetting"] < on["big"]["forgetting"]
+    rep.reported("Variant: the same with cosines in the task-1 network's feature layer (the Mammoth `fill_buffer` "
+                 "variant)", "mid-angle best",
+                 ", ".join(f"{x['label']} {x['forgetting']:.3f}" for x in n["outcomes"])
+                 + f"; mid-angle best by the claim-6 rule: {'yes' if mid_best else 'no'}")
     rows = ["| buffer | " + " | ".join(x["label"] for x in s["outcomes"]) + " | no replay |",
             "|---" * (len(s["outcomes"]) + 2) + "|"]
     for frac in (0.02, 0.05, 0.1, 0.2):

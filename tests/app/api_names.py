@@ -40,7 +40,7 @@ API_NAMES: dict[str, set[str]] = {
 
     "saeuron": {"saeuron_erase", "saeuron_build", "saeuron_benchmark", "saeuron_stop"},
 
-    "tailopt": set(),
+    "tailopt": {"tailopt_run", "tailopt_equivalence", "tailopt_stop"},
 
     "object_audio": {"object_audio_scene", "object_audio_upload", "object_audio_generate", "object_audio_clear",
                      "object_audio_train", "object_audio_benchmark", "object_audio_stop"},

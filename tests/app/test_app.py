@@ -84,17 +84,11 @@ def test_out_of_range_value_names_the_field(inline_app):
 
 
 def test_ui_imports_no_torch():
-    # CPU time, not wall time: the budget must not depend on what else the machine is doing. Importing
-    # gradio itself costs ~2-3.5 s of CPU (more on a loaded machine); our imports + building every tab
-    # get their own budget so that a slow tab shows up here.
-    code = ("import sys, time; t0=time.process_time(); import gradio; t1=time.process_time(); "
-            "from app.ui import build_demo; build_demo(); t2=time.process_time(); "
-            "print(t1-t0, t2-t1); assert 'torch' not in sys.modules, 'torch imported at start-up'")
-    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    # Behaviour only: building every tab must not import torch. Start-up time is a budget, measured by
+    # `make bench` (benchmarks/startup.py), not asserted here: CPU time depends on the machine's load.
+    code = "import sys; from app.ui import build_demo; build_demo(); assert 'torch' not in sys.modules, 'torch imported at start-up'"
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
-    gradio_s, ours_s = map(float, out.stdout.strip().splitlines()[-1].split())
-    assert ours_s < 3.0, f"building the UI took {ours_s:.2f} s of CPU (gradio import {gradio_s:.2f} s)"
-    assert gradio_s + ours_s < 8.0
 
 
 def test_stop_without_job_says_so():
