@@ -202,3 +202,44 @@ def test_scale_and_unsupported_ops_are_typed_program_operations():
     assert c.state["handle.size"] == pytest.approx(7.5)
     c = compile_program(s, d.defaults(), [Adjust(target="body.height", dir="+"), UnsupportedOp(what="lid")])
     assert not c.ok and c.state == d.defaults() and "the mug has no lid" in c.refused[0]
+
+
+def _accepts(grammar: str, text: str) -> bool:
+    from engines.zapformat.earley import Recognizer
+    from engines.zapformat.grammar import compile_grammar
+
+    r = Recognizer(compile_grammar(grammar))
+    return r.accept_bytes(text.encode()) and r.finished
+
+
+def test_llm_program_grammar_types_every_slot_and_round_trips():
+    from engines.prototype.llm import parse_compact, program_grammar
+
+    s = get_spec("lamp", "induced")
+    g = program_grammar(s)
+    good = " adjust stem.thickness - slight; scale overall.height x0.8; keep shade; set base.radius 12\n"
+    assert _accepts(g, good)
+    for bad in (" adjust stem.colour + large\n", " adjust stem.height up large\n", " set base.radius twelve\n",
+                " keep fridge\n", "make it taller\n"):
+        assert not _accepts(g, bad), bad
+    ops = parse_compact(s, good)
+    assert [o.op for o in ops] == ["adjust", "scale", "keep", "set"] and ops[1].factor == pytest.approx(0.8)
+    c = compile_program(s, get_domain("lamp").defaults(), ops)
+    assert c.ok and c.state["base.radius"] == 12 and c.state["shade.height"] == 18
+
+
+def test_llm_mapper_decodes_the_program_with_a_prompt_built_from_the_interface():
+    from engines.prototype.llm import LLMMapper
+
+    class FakeDecoder:  # stands in for SmolLM2 + the zapformat mask; records what it was given
+        def decode(self, prompt, grammar, max_new_tokens=48):
+            self.prompt, self.grammar = prompt, grammar
+            return " unsupported colour\n"
+
+    dec = FakeDecoder()
+    m = LLMMapper("mug", get_spec("mug", "hand"), chooser=dec, endpoint="").map("make it red")
+    assert "Program: unsupported colour" in dec.prompt and "overall.capacity" in dec.prompt
+    assert dec.prompt.rstrip().endswith("Instruction: make it red\nProgram:") and "overall.capacity" in dec.grammar
+    assert isinstance(m.ops[0], UnsupportedOp)
+    c = compile_program(get_spec("mug", "hand"), get_domain("mug").defaults(), m.ops)
+    assert not c.ok and "the mug has no colour setting" in c.refused[0]
