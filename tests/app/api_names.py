@@ -21,7 +21,7 @@ API_NAMES: dict[str, set[str]] = {
     "cl_angles": {"cl_angles_run", "cl_angles_neurons", "cl_angles_sweep", "cl_angles_bins", "cl_angles_buffer",
                   "cl_angles_stop"},
 
-    "syncmind": set(),
+    "syncmind": {"syncmind_pick", "syncmind_run", "syncmind_batch", "syncmind_build", "syncmind_stop"},
 
     "poisonedeye": set(),
 
@@ -45,5 +45,5 @@ API_NAMES: dict[str, set[str]] = {
     "object_audio": {"object_audio_scene", "object_audio_upload", "object_audio_generate", "object_audio_clear",
                      "object_audio_train", "object_audio_benchmark", "object_audio_stop"},
 
-    "rose": set(),
+    "rose": {"rose_forecast", "rose_mask", "rose_pretrain", "rose_ablation", "rose_stop"},
 }
