@@ -76,7 +76,7 @@ def main():
         rep.claim("Check 6: zero-shot mean MASE < 1.0 on the held-out real series (" + ", ".join(zs) + ")",
                   "< 1.0 (seasonal-naive scale)", f"{mase:.3f} (per series: "
                   + ", ".join(f"{n} {v['mase']:.2f}" for n, v in zs.items()) + ")", mase < 1.0)
-        reg = checkpoint.load_release()[1].get("register", {})
+        reg = manifest.get("register", {})
         rep.claim("Register is used (spec claim 6): codebook perplexity > 4 and NMI(code; synthetic domain) > 0.2",
                   "> 4 and > 0.2", f"perplexity {reg.get('perplexity', 0):.2f} of {model.cfg.n_embedding} codes "
                   f"({reg.get('codes_used', 0)} used), NMI {reg.get('nmi_family', 0):.3f}",
