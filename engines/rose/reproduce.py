@@ -21,11 +21,11 @@ from .model import PAPER, ROSE, n_params
 from .plots import ablation_figure, forecast_figure
 
 QUICK = os.environ.get("ROSE_REPRO_QUICK") == "1"
-FEW_SHOT = {"fraction": 0.1, "steps": 20 if QUICK else 80, "seeds": 1 if QUICK else 2}
+FEW_SHOT = {"fraction": 0.1, "steps": 20 if QUICK else 60, "seeds": 1}
 if QUICK:
     data.HELD_OUT = ("airline", "elnino")
-ABLATION = {"size": "micro" if QUICK else "tiny", "steps": 20 if QUICK else 200, "batch_size": 32,
-            "n_series": 300 if QUICK else 2000, "seeds": 1 if QUICK else 3}
+ABLATION = {"size": "micro" if QUICK else "tiny", "steps": 20 if QUICK else 150, "batch_size": 32,
+            "n_series": 300 if QUICK else 1500, "seeds": 1 if QUICK else 3}
 
 
 def _table(rows: dict[str, dict[str, dict[str, float]]], key: str) -> str:
