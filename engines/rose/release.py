@@ -22,7 +22,7 @@ from .checkpoint import RELEASE_DIR, RELEASE_KIND, load_release, save_release
 from .model import ROSE
 
 RECIPE = {"size": "tiny", "steps": 1200, "batch_size": 48, "lr": 2e-3, "n_series": 6000, "seed": 0,
-          "mask_mode": "freq_multi", "register": True}
+          "mask_mode": "freq_multi", "register": True, "max_seconds": 360}
 EXAMPLE = {"series": "airline", "horizon": 24, "few_shot": True}
 
 
@@ -65,8 +65,9 @@ def pretrain_from_recipe(recipe: dict, on_progress=None) -> tuple[ROSE, dict]:
     corpus = _CORPORA[key]
     t0 = time.perf_counter()
     model, hist = training.pretrain(cfg, corpus, recipe["steps"], recipe["batch_size"], recipe["lr"],
-                                    recipe["seed"], on_progress=on_progress)
-    record = {"recipe": recipe, "train_seconds": round(time.perf_counter() - t0, 1), "loss_curve": hist,
+                                    recipe["seed"], on_progress=on_progress, max_seconds=recipe.get("max_seconds"))
+    record = {"recipe": recipe, "steps_run": hist[-1]["step"] if hist else 0,
+              "train_seconds": round(time.perf_counter() - t0, 1), "loss_curve": hist,
               "corpus": {"synthetic_series": len(corpus.synth), "families": list(data.FAMILIES),
                          "real_series": sorted(corpus.real), "held_out": list(data.HELD_OUT)}}
     return model, record

@@ -42,6 +42,15 @@ def _seed_mean(runs: list[dict[str, dict[str, float]]]) -> dict[str, dict[str, f
     return {n: {k: float(np.mean([r[n][k] for r in runs])) for k in runs[0][n]} for n in runs[0]}
 
 
+def _ablation_steps(budget_s: float) -> int:
+    cfg = training.config_for(ABLATION["size"])
+    corpus = training.build_corpus(200, cfg, 0, real=False)
+    t = time.perf_counter()
+    training.pretrain(cfg, corpus, 10, ABLATION["batch_size"], 1e-3, 0)
+    per_step = (time.perf_counter() - t) / 10
+    return int(np.clip(budget_s / (3 * ABLATION["seeds"] * per_step), 30, 300))
+
+
 def main():
     rep = Report("rose", "ROSE: general time-series forecasting with decomposed frequency learning and a register")
     t0 = time.perf_counter()
@@ -108,7 +117,11 @@ def main():
                   f"mean MASE: AutoETS {ets:.3f}, AutoARIMA {arima:.3f}, seasonal naive "
                   f"{experiment.mean_metric(base['seasonal_naive'], 'mase'):.3f}, ROSE zero-shot {mase:.3f}", True)
 
-        # ---- check 5: ablations (frequency vs patch masking; with vs without register), equal compute
+        # ---- check 5: ablations (frequency vs patch masking; with vs without register), equal compute.
+        # The step count is the same for every run; it is chosen from the measured step time so that the
+        # 3 variants × seeds fit the budget (ROSE_ABLATION_BUDGET_S, default 12 min).
+        if not QUICK:
+            ABLATION["steps"] = _ablation_steps(float(os.environ.get("ROSE_ABLATION_BUDGET_S", 720)))
         ab = experiment.ablation(ABLATION)
         dump["ablation"] = ab.model_dump()
         m = {k: float(np.mean(v)) for k, v in ab.mean_mse.items()}

@@ -81,14 +81,20 @@ def _lr_at(step: int, steps: int, lr: float, warmup: int = 100) -> float:
 
 
 def pretrain(cfg: RoseConfig, corpus: Corpus, steps: int, batch: int, lr: float, seed: int,
-             on_progress=None, log_every: int = 50) -> tuple[ROSE, list[dict]]:
+             on_progress=None, log_every: int = 50, max_seconds: float | None = None) -> tuple[ROSE, list[dict]]:
+    """``max_seconds``: a wall-clock budget; after 20 steps the step count (and the cosine schedule) is cut to
+    what fits, so a busy machine trains a shorter but complete schedule (the manifest records the steps)."""
     torch.manual_seed(seed)
     rng = np.random.default_rng(seed + 1)
     model = ROSE(cfg)
     opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=lr, weight_decay=1e-4)
-    history, acc, t_last = [], {}, time.monotonic()
+    history, acc, t_last, t_start = [], {}, time.monotonic(), time.monotonic()
     model.train()
-    for step in range(steps):
+    step = 0
+    while step < steps:
+        if max_seconds and step == 20:
+            per_step = (time.monotonic() - t_start) / 20
+            steps = min(steps, max(40, int(max_seconds / per_step)))
         for g in opt.param_groups:
             g["lr"] = _lr_at(step, steps, lr, warmup=min(100, steps // 10 + 1))
         x, v, fut = sample_batch(corpus, cfg, batch, rng)
@@ -107,6 +113,7 @@ def pretrain(cfg: RoseConfig, corpus: Corpus, steps: int, batch: int, lr: float,
             t_last = time.monotonic()
             last = history[-1]["total"] if history else float("nan")
             on_progress((step + 1) / steps, f"pre-training step {step + 1}/{steps}, loss {last:.3f}")
+        step += 1
     model.copy_tower()
     model.eval()
     return model, history
