@@ -77,7 +77,7 @@ def release_key(recipe: dict | None = None) -> str:
     """The model's key in the project release: a hash of the recipe and the resulting configuration."""
     import hashlib
 
-    recipe = recipe or RECIPE
+    recipe = {k: v for k, v in (recipe or RECIPE).items() if k != "max_seconds"}  # a budget, not the model
     cfg = training.config_for(recipe["size"], mask_mode=recipe["mask_mode"])
     blob = json.dumps({"recipe": recipe, "config": cfg.to_dict()}, sort_keys=True).encode()
     return f"{recipe['size']}-{hashlib.sha256(blob).hexdigest()[:12]}"
