@@ -188,7 +188,21 @@ METHODS: list[MethodSpec] = [
         title="Out-of-sync recovery of coding agents (SyncMind)",
         paper=Paper("SyncMind: Measuring Agent Out-of-Sync Recovery in Collaborative Software Engineering", "Xuehang Guo et al.", arxiv="2502.06994", code_url="https://github.com/xhguo7/SyncMind"),
         summary="When several agents edit one repository, an agent's picture of the code goes stale. SyncMind builds out-of-sync instances from real histories and measures how well an agent notices, localises and repairs the divergence.",
-        try_it="Build an out-of-sync instance from a repository's history and watch an agent try to recover within a budget.",
+        try_it="Pick an out-of-sync instance built from a repository's history, run an agent turn by turn under a budget (optionally asking a collaborator), then compare agents on success, localisation and collaboration.",
+        status="available",
+        entries={
+            "episode": Entry("engines.syncmind.experiment:episode", "engines.syncmind.params:EpisodeParams"),
+            "batch": Entry("engines.syncmind.experiment:batch", "engines.syncmind.params:BatchParams"),
+            "build": Entry("engines.syncmind.experiment:build", "engines.syncmind.params:BuildParams"),
+        },
+        claims=(
+            Claim("Construction validity: every built instance is fail-to-pass; two builds give identical ids", _repro("syncmind")),
+            Claim("Bounds: gold replay SR = LA_func = 100 %, no-op SR = 0 %", _repro("syncmind")),
+            Claim("Budget rules exact (independent: balance < coding cost; collaborative: < min of costs; turn cap)", _repro("syncmind")),
+            Claim("Sandbox kills runaway test code within the timeout and blocks network access", _repro("syncmind")),
+            Claim("Complexity: heuristic agent LA_func(caller) > LA_func(callee) on the toolz history", _repro("syncmind")),
+            Claim("Collaboration: the oracle collaborator raises the heuristic agent's LA_func by ≥ 10 points", _repro("syncmind")),
+        ),
     ),
     MethodSpec(
         id="poisonedeye",

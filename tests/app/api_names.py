@@ -21,7 +21,7 @@ API_NAMES: dict[str, set[str]] = {
     "cl_angles": {"cl_angles_run", "cl_angles_neurons", "cl_angles_sweep", "cl_angles_bins", "cl_angles_buffer",
                   "cl_angles_stop"},
 
-    "syncmind": set(),
+    "syncmind": {"syncmind_pick", "syncmind_run", "syncmind_batch", "syncmind_build", "syncmind_stop"},
 
     "poisonedeye": set(),
 
