@@ -229,7 +229,7 @@ class Episode:
             f = self._inside(norm_path(a.arg))
             if f is None or not f.is_file():
                 return f"No such file: {a.arg}"
-            return f.read_text(encoding="utf-8", errors="replace")[:20_000]
+            return f.read_text(encoding="utf-8", errors="replace")[:400_000]
         # grep: a regular expression over the workspace's Python files
         try:
             rx = re.compile(a.arg, re.M)

@@ -87,11 +87,13 @@ def sandbox_check(inst, head) -> tuple[bool, str]:
     net = inst.gold_code.split(":\n", 1)[0] + (":\n    import socket\n    socket.create_connection(('203.0.113.1', 80), "
                                                "timeout=5)\n")
     res = []
-    for name, code in (("infinite loop", loop), ("network call", net)):
+    # the runaway gets a 5 s timeout; the network call a generous one, so that a slow pytest start on a loaded
+    # machine cannot turn "refused" into "timed out"
+    for name, code, timeout in (("infinite loop", loop, 5), ("network call", net, 120)):
         t0 = time.perf_counter()
         r = run_episode(inst, Scripted([ProposeAction(edits={inst.pyfile_path: inst.new_complete_context.replace(
             inst.gold_code.strip(), code.strip())}, answer=[(inst.pyfile_path, inst.fm_name)])]),
-            EnvConfig(max_turns=1, test_timeout_s=5), head)
+            EnvConfig(max_turns=1, test_timeout_s=timeout), head)
         res.append((name, r.success, time.perf_counter() - t0, r.log[0]["response"]))
     after = {p: p.read_bytes() for p in head.rglob("*.py")}
     loop_ok = not res[0][1] and "killed" in res[0][3] and res[0][2] < 5 + 10
