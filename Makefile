@@ -1,4 +1,4 @@
-# Paperlab: `make run`, `make test`, `make reproduce [METHOD=id]`.
+# Paperlab: `make run`, `make test`, `make reproduce [METHOD=id]`, `make models [MODELS=target ...]`.
 PYTHON ?= python3.11
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed
 # Packages whose declared dependencies are wrong for us (CLI plugins, old pins): installed --no-deps.
 NODEPS := requirements-nodeps.txt
 
-.PHONY: install run test test-fast bench reproduce lint clean
+.PHONY: install run test test-fast bench reproduce models lint clean fuzz load
 
 $(PY):
 	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -31,12 +31,27 @@ test: install
 test-fast: install
 	PAPERLAB_PROFILE=test $(PY) -m pytest -q -m "not e2e" $(PYTEST_ARGS)
 
+# Reliability (docs/reliability.md): property-based fuzzing of every parameter model and endpoint
+# (200 examples each), and a 2-minute, 20-client load test (embedded worker, then Redis + 2 workers).
+fuzz: install
+	PAPERLAB_PROFILE=test PAPERLAB_FUZZ_EXAMPLES=200 PAPERLAB_FUZZ_REPORT=docs/reliability-fuzz.tsv \
+		$(PY) -m pytest -q tests/reliability/test_params_fuzz.py tests/reliability/test_endpoints_fuzz.py $(PYTEST_ARGS)
+
+load: install
+	$(PY) -m tests.reliability.load $(LOAD_ARGS)
+
 # Budgets (start-up time ...), measured and reported; not part of `make test`. Run on an idle machine.
 bench: install
 	$(PY) benchmarks/startup.py
 
 reproduce: install
 	$(PY) -m engines.reproduce $(METHOD)
+
+# Retrain every released model from scratch (fresh data dir, release ignored), check the held-out metrics
+# against the shipped manifests within their tolerances, and write the new weights into release/.
+# MODELS=zoo/clip (or zoo/vae, zoo/t2i, zoo/judge_object, zoo/judge_style, object_audio) for a subset.
+models: install
+	$(PY) -m engines.release_models build $(MODELS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache

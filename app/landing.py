@@ -4,7 +4,7 @@ from __future__ import annotations
 import html
 from pathlib import Path
 
-from engines.common.results import claim_counts
+from engines.common.results import PRE_AUDIT, claim_counts
 from engines.registry import METHODS, MethodSpec
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -21,6 +21,12 @@ def claim_status(method_id: str) -> tuple[int, int] | None:
     return claim_counts(p.read_text(encoding="utf-8", errors="replace"))
 
 
+def is_pre_audit(method_id: str) -> bool:
+    """A results page measured before the claims audit and not re-run since (it carries the banner)."""
+    p = ROOT / "docs" / "results" / f"{method_id}.md"
+    return p.exists() and PRE_AUDIT in p.read_text(encoding="utf-8", errors="replace")
+
+
 def file_url(rel: str) -> str:
     return f"/gradio_api/file={rel}"
 
@@ -33,8 +39,10 @@ def card(m: MethodSpec) -> str:
     if st is not None:
         ok, n = st
         cls = "pl-pass" if ok == n else "pl-miss"
+        stale = is_pre_audit(m.id)
         claims = (f'<span class="pl-badge {cls}" title="claims with a pass condition; reported figures are not '
-                  f'counted">{ok} of {n} claims reproduced</span>')
+                  f'counted{"; measured before the claims audit (issue 17)" if stale else ""}">{ok} of {n} claims '
+                  f'reproduced{" (pre-audit)" if stale else ""}</span>')
     links = []
     if (ROOT / m.docs_page).exists():
         links.append(f'<a href="{file_url(m.docs_page)}" target="_blank">method docs</a>')

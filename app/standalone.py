@@ -15,7 +15,10 @@ def launch_tab(build: Callable[[], None], method_id: str) -> None:
     from .ui import launch_kwargs
 
     reset_settings()
-    with gr.Blocks(title=f"Paperlab · {get(method_id).title}") as demo:
+    from .guard import GuardedBlocks, guard_all
+
+    with GuardedBlocks(title=f"Paperlab · {get(method_id).title}") as demo:
         gr.Markdown(f"## {get(method_id).title}")
         build()
+    guard_all(demo)
     demo.queue().launch(**launch_kwargs(get_settings()))

@@ -3,13 +3,13 @@ from __future__ import annotations
 
 import importlib
 import logging
-import traceback
 from pathlib import Path
 
 import gradio as gr
 
 from engines.registry import METHODS, available
 
+from .guard import GuardedBlocks, guard_all
 from .landing import ROOT, landing_html
 
 log = logging.getLogger("paperlab.app")
@@ -27,7 +27,7 @@ def _landing_extras() -> None:
 
 
 def build_demo() -> gr.Blocks:
-    with gr.Blocks(title="Paperlab") as demo:
+    with GuardedBlocks(title="Paperlab") as demo:
         with gr.Tabs(overflow_behavior="wrap"):
             with gr.Tab("Papers", id="landing"):
                 gr.HTML(landing_html(), elem_id="landing")
@@ -38,8 +38,8 @@ def build_demo() -> gr.Blocks:
                         importlib.import_module(f"app.tabs.{m.id}").build()
                     except Exception:  # one broken tab must not take the app down
                         log.exception("tab %s failed to build", m.id)
-                        gr.Markdown(f"**This tab failed to load.**\n\n```\n{traceback.format_exc(limit=3)}\n```")
-    return demo
+                        gr.Markdown("**This tab failed to load.** The server log has the details.")
+    return guard_all(demo)
 
 
 def launch_kwargs(settings) -> dict:

@@ -11,12 +11,13 @@ from engines.common import zoo
 
 from .bridge import JobRun, cancel_job
 
-HEADERS = ["model", "built", "source", "metrics", "train time", "cache directory"]
+HEADERS = ["model", "status", "source", "metrics", "train time", "cache directory"]
 
 # The metrics worth a glance, in display order (others are kept in zoo.json).
 _SHOWN = {
     "minicanvas_object": "objects", "minicanvas_style": "styles", "digits": "digits", "fashion_mnist": "fashion",
     "test_accuracy": "test acc", "test_mae": "MAE", "judge_object": "judge object", "judge_style": "judge style",
+    "t2i_object": "generated object", "t2i_style": "generated style", "t2i_min_style": "worst style",
     "final_loss": "loss",
 }
 
@@ -26,18 +27,21 @@ def _fmt_metrics(metrics: dict) -> str:
     for key, label in _SHOWN.items():
         v = metrics.get(key)
         if isinstance(v, (int, float)):
-            percent = "acc" in key or key.startswith(("minicanvas", "judge")) or key in ("digits", "fashion_mnist")
+            percent = "acc" in key or key.startswith(("minicanvas", "judge", "t2i_")) or key in ("digits", "fashion_mnist")
             parts.append(f"{label} {v:.1%}" if percent else f"{label} {v:.3g}")
     return ", ".join(parts)
 
 
 def status_rows() -> list[list]:
-    """One row per zoo model of the current profile (read from disk; cheap)."""
+    """One row per zoo model of the current profile (read from disk; cheap).
+
+    Status: "release vN (shipped)" (weights in the repository's release, installed on first use without
+    training), "built locally" (trained here: a custom configuration or a retrain) or "not built".
+    """
     rows = []
     for r in zoo.status():
-        built = {True: "yes", False: "no", None: "package"}[r["built"]]
         secs = r.get("train_seconds")
-        rows.append([r["name"], built, r["source"], _fmt_metrics(r.get("metrics") or {}),
+        rows.append([r["name"], r["state"], r["source"], _fmt_metrics(r.get("metrics") or {}),
                      f"{secs:.0f} s" if isinstance(secs, (int, float)) else "", r["path"]])
     return rows
 
@@ -62,9 +66,9 @@ def build_model(name: str, force: bool = False, progress=gr.Progress()):
 def build() -> None:
     with gr.Accordion("Model zoo: shared tiny models", open=False, elem_id="zoo-status"):
         gr.Markdown(
-            "Methods that need CLIP or Stable Diffusion load small stand-ins trained here once and cached "
-            "(`engines.common.zoo.load`). A model that is not built yet is trained on first use; build it "
-            "ahead of time here. Measured claims: [docs/results/zoo.md](/gradio_api/file=docs/results/zoo.md)."
+            "Methods that need CLIP or Stable Diffusion load small stand-ins (`engines.common.zoo.load`). "
+            "The default models ship with the repository (`release/`, rebuilt by `make models`) and load without "
+            "training; a custom configuration the release does not cover is trained on first use (build it here). Measured claims: [docs/results/zoo.md](/gradio_api/file=docs/results/zoo.md)."
         )
         table = gr.Dataframe(value=_table(), headers=HEADERS, interactive=False, wrap=True, label="zoo models")
         with gr.Row():

@@ -5,7 +5,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from engines.common.params import Params
+from engines.common.params import FiniteFloat, Params
 
 Variant = Literal["cl", "replay", "ewc", "replay_ewc"]
 Selector = Literal["random", "mid", "small", "big", "herding"]
@@ -22,18 +22,18 @@ SECONDS_PER_UNIT = 1.6e-6
 class SyntheticParams(Params):
     """The signal–noise setting of the official synthetic script (its values are the defaults)."""
 
-    mu_norm: float = Field(8.0, ge=0.5, le=40.0, description="‖μ‖, the signal strength (bmu)")
-    noise_std: float = Field(1.0, ge=0.05, le=5.0, description="σ of the Gaussian noise patch ξ")
+    mu_norm: FiniteFloat = Field(8.0, ge=0.5, le=40.0, description="‖μ‖, the signal strength (bmu)")
+    noise_std: FiniteFloat = Field(1.0, ge=0.05, le=5.0, description="σ of the Gaussian noise patch ξ")
     d: int = Field(100, ge=4, le=400, description="patch length d")
     m: int = Field(10, ge=1, le=64, description="filters per class m")
     n_train: int = Field(100, ge=10, le=1000, description="training samples per task")
     n_test: int = Field(1000, ge=50, le=5000, description="test samples per task")
-    lr: float = Field(0.01, gt=0.0, le=1.0, description="gradient-descent step η")
+    lr: FiniteFloat = Field(0.01, gt=0.0, le=1.0, description="gradient-descent step η")
     epochs1: int = Field(1500, ge=10, le=10000, description="full-batch epochs on task 1 (script: 3000)")
     epochs2: int = Field(1500, ge=10, le=10000, description="full-batch epochs on task 2 (script: 3000)")
-    buffer_frac: float = Field(0.1, ge=0.0, le=0.3, description="share of task-1 samples in Replay's training set")
+    buffer_frac: FiniteFloat = Field(0.1, ge=0.0, le=0.3, description="share of task-1 samples in Replay's training set")
     selector: Selector = Field("random", description="how the replayed task-1 samples are chosen")
-    ewc_lambda: float = Field(1e6, ge=0.0, le=1e9, description="EWC strength λ (Fisher summed over samples)")
+    ewc_lambda: FiniteFloat = Field(1e6, ge=0.0, le=1e9, description="EWC strength λ (Fisher summed over samples)")
     bias: bool = Field(True, description="filters with a bias, as the script's Conv1d (the theory has none)")
     variants: tuple[Variant, ...] = Field(("cl", "replay", "ewc", "replay_ewc"), min_length=1)
 
@@ -48,7 +48,7 @@ class SyntheticParams(Params):
 class AngleRunParams(SyntheticParams):
     """One angle, every variant, with training curves and the γ/ρ trace (the live slider run)."""
 
-    angle: float = Field(150.0, ge=0.0, le=180.0, description="θ between μ₁ and μ₂ in degrees")
+    angle: FiniteFloat = Field(150.0, ge=0.0, le=180.0, description="θ between μ₁ and μ₂ in degrees")
     seed: int = Field(0, ge=0, le=2**31 - 1)
     eval_points: int = Field(40, ge=2, le=200, description="recorded points per task")
 
@@ -56,9 +56,9 @@ class AngleRunParams(SyntheticParams):
 class SweepParams(SyntheticParams):
     """Task-1 error after task 2 against θ for every variant, several seeds."""
 
-    angle_min: float = Field(0.0, ge=0.0, le=180.0)
-    angle_max: float = Field(180.0, ge=0.0, le=180.0)
-    angle_step: float = Field(10.0, ge=1.0, le=90.0)
+    angle_min: FiniteFloat = Field(0.0, ge=0.0, le=180.0)
+    angle_max: FiniteFloat = Field(180.0, ge=0.0, le=180.0)
+    angle_step: FiniteFloat = Field(10.0, ge=1.0, le=90.0)
     seeds: int = Field(3, ge=1, le=10)
     seed: int = Field(0, ge=0, le=2**31 - 1)
 
@@ -91,9 +91,9 @@ class RealParams(Params):
     dataset: Literal["digits", "fashion"] = Field("digits",
                                                   description="scikit-learn digits, or Fashion-MNIST if installed")
     per_class: int = Field(300, ge=20, le=6000, description="Fashion-MNIST images per class (digits: all ~180)")
-    train_frac: float = Field(0.5, ge=0.2, le=0.9, description="share of each class used for training")
+    train_frac: FiniteFloat = Field(0.5, ge=0.2, le=0.9, description="share of each class used for training")
     m: int = Field(32, ge=2, le=256, description="filters per class")
-    lr: float | None = Field(None, gt=0.0, le=10.0, description="step size (default: per data set)")
+    lr: FiniteFloat | None = Field(None, gt=0.0, le=10.0, description="step size (default: per data set)")
     epochs: int = Field(600, ge=10, le=5000, description="full-batch epochs per task")
     seeds: int = Field(5, ge=1, le=20)
     seed: int = Field(0, ge=0, le=2**31 - 1)
@@ -102,7 +102,7 @@ class RealParams(Params):
 class AngleBinsParams(RealParams):
     """Polarity tasks at chosen angles; task-1 error after task 2 against the replay-buffer size."""
 
-    targets: tuple[float, ...] = Field((30.0, 100.0, 140.0, 155.0), min_length=2, max_length=8,
+    targets: tuple[FiniteFloat, ...] = Field((30.0, 100.0, 140.0, 155.0), min_length=2, max_length=8,
                                        description="target task angles in degrees; the closest class pairs are used")
     buffer_sizes: tuple[int, ...] = Field((0, 1, 2, 5, 10, 20), min_length=1, max_length=12,
                                           description="task-1 samples replayed (added to task 2's set)")
@@ -129,7 +129,7 @@ class BufferSelectionParams(RealParams):
 
     task1: tuple[int, int] = Field((4, 5), description="the two classes of task 1")
     task2: tuple[int, int] = Field((8, 9), description="the two classes of task 2")
-    buffer_frac: float = Field(0.05, ge=0.005, le=0.5, description="buffer size as a share of task 1's training set")
+    buffer_frac: FiniteFloat = Field(0.05, ge=0.005, le=0.5, description="buffer size as a share of task 1's training set")
     selectors: tuple[Selector, ...] = Field(("random", "mid", "small", "big", "herding"), min_length=1)
     feature_space: Literal["network", "pixels"] = Field(
         "network", description="cosines in the task-1 network's feature layer, or in pixel space (MNIST script)")

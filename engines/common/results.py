@@ -27,6 +27,8 @@ RESULTS_DIR = ROOT / "docs" / "results"
 CLAIM, REPORTED = "claim", "reported"
 # the header line, parsed back by app/landing.py
 SUMMARY_RE = re.compile(r"(\d+) of (\d+) claims reproduced")
+# the banner of a page measured before the claims audit (issue 17) and not re-run since
+PRE_AUDIT = "**Pre-audit page.**"
 
 
 @dataclass
@@ -152,6 +154,25 @@ def claim_counts(text: str) -> tuple[int, int] | None:
             break
     n_pass, n_miss = verdicts.count("PASS"), verdicts.count("MISS")
     return (n_pass, n_pass + n_miss) if verdicts else None
+
+
+def code_version(*modules: str) -> str:
+    """A short hash of the source of the given packages/modules (``"engines.fdgen"``, ...): cached intermediate
+    results are keyed by it as well as by their parameters, so a results page never mixes runs of different code."""
+    import hashlib
+    import importlib.util
+
+    h = hashlib.sha256()
+    for name in modules:
+        spec = importlib.util.find_spec(name)
+        if spec is None or spec.origin is None:
+            raise ModuleNotFoundError(name)
+        origin = Path(spec.origin)
+        files = sorted(origin.parent.rglob("*.py")) if origin.name == "__init__.py" else [origin]
+        for f in files:
+            h.update(str(f.relative_to(ROOT)).encode())
+            h.update(f.read_bytes())
+    return h.hexdigest()[:16]
 
 
 def _cpu_count() -> int:

@@ -103,8 +103,10 @@ def variant_lambdas(variant: str, lambda_f: float, lambda_s: float) -> tuple[flo
             "fdgen": (lambda_f, lambda_s)}[variant]
 
 
-def fit_and_score(prep: Prepared, p: GeneratorParams, lf: float, ls: float, progress) -> tuple[dict, list[Graph], float, list]:
-    """Train ``p.seeds`` generators with (λ_f, λ_s), sample ``p.samples`` graphs from each, score them all."""
+def fit_and_score(prep: Prepared, p: GeneratorParams, lf: float, ls: float, progress,
+                  condition_on_s: bool = True) -> tuple[dict, list[Graph], float, list]:
+    """Train ``p.seeds`` generators with (λ_f, λ_s), sample ``p.samples`` graphs from each, score them all.
+    ``values[key]`` lists seed-major: generator seed k's samples are ``values[key][k*samples:(k+1)*samples]``."""
     from .generators import FairGenerator
 
     values: dict[str, list[float]] = {}
@@ -114,7 +116,7 @@ def fit_and_score(prep: Prepared, p: GeneratorParams, lf: float, ls: float, prog
         seed = p.seed + 1000 * k
         a, b = k / p.seeds, (k + 1) / p.seeds
         t0 = time.perf_counter()
-        gen = FairGenerator(p.backbone, steps=p.steps).fit(
+        gen = FairGenerator(p.backbone, steps=p.steps, condition_on_s=condition_on_s).fit(
             prep.train_graph, lf, ls, p.epochs, seed, p.feat_mode,
             on_progress=lambda f, msg: progress(a + (b - a) * 0.85 * f, msg))
         fit_s += time.perf_counter() - t0

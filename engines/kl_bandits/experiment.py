@@ -36,6 +36,10 @@ class Curve(BaseModel):
     sqrt_coef: float  # c of the least-squares fit Reg ≈ c·√T
     loglog_slope: float  # slope of log Reg against log T
     growth_16x: float | None  # Reg(16·T₀) / Reg(T₀) when both horizons were run
+    # the same method scored on the other objective (unregularised for Gibbs methods, KL for UCB)
+    alt_objective: str | None = None
+    alt_mean: list[float] | None = None
+    alt_growth_16x: float | None = None
 
 
 class PolicySnapshot(BaseModel):
@@ -77,15 +81,19 @@ def loglog_slope(T: np.ndarray, reg: np.ndarray) -> float:
     return float(np.polyfit(np.log(T), np.log(reg), 1)[0])
 
 
-def _curve(method: str, T: np.ndarray, finals: np.ndarray) -> Curve:
-    """``finals``: (seeds, len(T)) cumulative regret at each horizon."""
-    mean = finals.mean(0)
-    growth = None
+def _growth_16x(T: np.ndarray, mean: np.ndarray) -> float | None:
     for i, t in enumerate(T):
         j = np.flatnonzero(T == 16 * t)
         if j.size:
-            growth = float(mean[j[0]] / max(mean[i], 1e-12))
-            break
+            return float(mean[j[0]] / max(mean[i], 1e-12))
+    return None
+
+
+def _curve(method: str, T: np.ndarray, finals: np.ndarray, alt: np.ndarray | None = None) -> Curve:
+    """``finals``: (seeds, len(T)) cumulative regret at each horizon; ``alt`` the same on the other objective."""
+    mean = finals.mean(0)
+    growth = _growth_16x(T, mean)
+    alt_mean = None if alt is None else alt.mean(0)
     return Curve(
         method=method,
         label=METHOD_LABELS[method],
@@ -97,6 +105,9 @@ def _curve(method: str, T: np.ndarray, finals: np.ndarray) -> Curve:
         sqrt_coef=float((mean * np.sqrt(T)).sum() / T.sum()),
         loglog_slope=loglog_slope(T.astype(float), mean),
         growth_16x=growth,
+        alt_objective=None if alt is None else ("kl" if method == "ucb" else "unregularised"),
+        alt_mean=None if alt_mean is None else [float(v) for v in alt_mean],
+        alt_growth_16x=None if alt_mean is None else _growth_16x(T, alt_mean),
     )
 
 
@@ -126,7 +137,8 @@ def regret_curves(params: RegretCurvesParams | dict, ctx: JobContext | None = No
                          on_progress=Subprogress(ctx, 0.0, 0.95))
         T = linear_checkpoints(p.horizon)
         cum = trace.regret.astype(np.float64).cumsum(-1)[:, :, T - 1]  # (M, S, len(T))
-        curves = [_curve(m, T, cum[i]) for i, m in enumerate(trace.methods)]
+        alt = trace.regret_alt.astype(np.float64).cumsum(-1)[:, :, T - 1]
+        curves = [_curve(m, T, cum[i], alt[i]) for i, m in enumerate(trace.methods)]
         b0 = bandits[0]
         from .gibbs import gibbs_policy
 
@@ -142,6 +154,7 @@ def regret_curves(params: RegretCurvesParams | dict, ctx: JobContext | None = No
     else:
         T = hard_horizons(p.horizon)
         finals = np.zeros((len(p.methods), len(seeds), len(T)))
+        finals_alt = np.zeros_like(finals)
         total = float(T.sum())
         done = 0.0
         for j, h in enumerate(T):
@@ -149,9 +162,10 @@ def regret_curves(params: RegretCurvesParams | dict, ctx: JobContext | None = No
             sub = Subprogress(ctx, 0.95 * done / total, 0.95 * (done + h) / total)
             trace = simulate(bandits, p.methods, p.eta, p.beta, p.ridge, int(h), p.seed, on_progress=sub)
             finals[:, :, j] = trace.regret.astype(np.float64).sum(-1)
+            finals_alt[:, :, j] = trace.regret_alt.astype(np.float64).sum(-1)
             done += h
             ctx.progress(0.95 * done / total, f"hard instance T = {h} (gap {envs.hard_gap(p.arms, int(h)):.3f}) done")
-        curves = [_curve(m, T, finals[i]) for i, m in enumerate(p.methods)]
+        curves = [_curve(m, T, finals[i], finals_alt[i]) for i, m in enumerate(p.methods)]
 
     ctx.progress(1.0, "done")
     return RegretCurvesResult(env=p.env, eta=p.eta, curves=curves, snapshot=snapshot, bonus=bonus,

@@ -5,7 +5,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
-from engines.common.params import Params
+from engines.common.params import FiniteFloat, Params
 
 Method = Literal["kl_ucb", "kl_greedy", "ucb", "vw_softmax"]
 METHOD_LABELS: dict[str, str] = {
@@ -23,15 +23,15 @@ class EnvParams(Params):
     dim: int = Field(8, ge=2, le=64, description="feature dimension d of the linear bandit (an intercept is added)")
     arms: int = Field(20, ge=2, le=200, description="number of arms K")
     contexts: int = Field(50, ge=1, le=1000, description="number of fixed contexts of the linear bandit")
-    noise: float = Field(0.1, ge=0.0, le=1.0, description="standard deviation σ of the Gaussian reward noise")
+    noise: FiniteFloat = Field(0.1, ge=0.0, le=1.0, description="standard deviation σ of the Gaussian reward noise")
     reference: Literal["uniform", "peaked"] = Field("uniform", description="reference policy π₀")
-    reference_temperature: float = Field(1.0, ge=0.05, le=20.0, description="temperature of the peaked π₀")
+    reference_temperature: FiniteFloat = Field(1.0, ge=0.05, le=20.0, description="temperature of the peaked π₀")
 
 
 class RegretCurvesParams(EnvParams):
-    eta: float = Field(5.0, ge=0.1, le=500.0, description="η: inverse KL strength (large η = weak regularisation)")
-    beta: float = Field(1.0, ge=0.0, le=10.0, description="bonus scale β of KL-UCB and UCB")
-    ridge: float = Field(1.0, gt=0.0, le=100.0, description="ridge λ of the least-squares estimate")
+    eta: FiniteFloat = Field(5.0, ge=0.1, le=500.0, description="η: inverse KL strength (large η = weak regularisation)")
+    beta: FiniteFloat = Field(1.0, ge=0.0, le=10.0, description="bonus scale β of KL-UCB and UCB")
+    ridge: FiniteFloat = Field(1.0, gt=0.0, le=100.0, description="ridge λ of the least-squares estimate")
     horizon: int = Field(5000, ge=100, le=100_000, description="number of rounds T (largest T for the hard family)")
     seeds: int = Field(3, ge=1, le=20, description="independent runs averaged")
     seed: int = Field(0, ge=0, le=2**31 - 1)
@@ -46,9 +46,9 @@ class RegretCurvesParams(EnvParams):
 
 
 class EtaSweepParams(EnvParams):
-    etas: tuple[float, ...] = Field((1.0, 2.0, 5.0, 10.0, 20.0, 50.0), min_length=2, max_length=12)
-    beta: float = Field(1.0, ge=0.0, le=10.0)
-    ridge: float = Field(1.0, gt=0.0, le=100.0)
+    etas: tuple[FiniteFloat, ...] = Field((1.0, 2.0, 5.0, 10.0, 20.0, 50.0), min_length=2, max_length=12)
+    beta: FiniteFloat = Field(1.0, ge=0.0, le=10.0)
+    ridge: FiniteFloat = Field(1.0, gt=0.0, le=100.0)
     horizon: int = Field(5000, ge=100, le=100_000)
     seeds: int = Field(3, ge=1, le=20)
     seed: int = Field(0, ge=0, le=2**31 - 1)
@@ -79,13 +79,13 @@ class RLHFParams(Params):
                             description="hidden text defining the true reward R* (cosine of embeddings)")
     rounds: int = Field(30, ge=2, le=500)
     candidates: int = Field(8, ge=2, le=64, description="N responses sampled from π₀ per round")
-    eta: float = Field(20.0, ge=0.1, le=200.0)
-    beta: float = Field(1.0, ge=0.0, le=10.0)
+    eta: FiniteFloat = Field(20.0, ge=0.1, le=200.0)
+    beta: FiniteFloat = Field(1.0, ge=0.0, le=10.0)
     ensemble: int = Field(5, ge=2, le=20, description="reward heads E")
     feature_dim: int = Field(8, ge=2, le=64, description="d: principal directions of the response embeddings")
-    noise: float = Field(0.05, ge=0.0, le=1.0)
+    noise: FiniteFloat = Field(0.05, ge=0.0, le=1.0)
     max_new_tokens: int = Field(24, ge=4, le=128)
-    temperature: float = Field(1.0, ge=0.1, le=2.0)
+    temperature: FiniteFloat = Field(1.0, ge=0.1, le=2.0)
     seed: int = Field(0, ge=0, le=2**31 - 1)
 
     @field_validator("prompts")

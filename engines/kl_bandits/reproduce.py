@@ -57,6 +57,14 @@ def main():
     rep.reported("Check 6: Vowpal Wabbit --softmax peer runs on env A (no threshold)",
                  "peer (VW 9.x)", f"VW KL regret at T = 20k: {vw.mean[-1]:.2f} (KL-UCB {kl.mean[-1]:.2f}, "
                  f"KL-greedy {ucb_a['kl_greedy'].mean[-1]:.2f})")
+    gr = ucb_a["kl_greedy"]
+    mg = np.array([gr.mean[i] for i in idx])
+    rep.reported("Env A, KL-greedy (β = 0, no bonus) beside KL-UCB on the same KL-regularised regret",
+                 "KL-UCB analysed (Alg. 1); KL-greedy not in the paper",
+                 "Reg(1k…20k): KL-greedy " + ", ".join(f"{v:.2f}" for v in mg) + "; KL-UCB "
+                 + ", ".join(f"{v:.2f}" for v in m) + f": KL-greedy is {'lower' if mg[-1] < m[-1] else 'higher'} "
+                 "at T = 20k (on these well-conditioned contexts the Gibbs policy explores enough by itself; "
+                 "see environment B for where the bonus matters)")
     bon = a.bonus
     rep.claim("Check 5: mean bonus on played actions shrinks like 1/√t (log-log slope in [−0.7, −0.3])",
               "U_t ∝ 1/√t", f"slope = {bon.loglog_slope:.3f}", -0.7 <= bon.loglog_slope <= -0.3)
@@ -68,8 +76,32 @@ def main():
                        "methods": ["kl_ucb", "kl_greedy", "ucb"]})
     cb = {c.method: c for c in b.curves}
     g_kl, g_ucb = cb["kl_ucb"].growth_16x, cb["ucb"].growth_16x
-    rep.claim("Claim 2 / check 3: env B, Reg(16T₀)/Reg(T₀) ≤ 2.5 for KL-UCB and ≥ 3 for UCB",
+    rep.claim("Claim 2 / check 3 (as the spec states it, each method on its own objective: KL-UCB on KL-regularised "
+              "regret, UCB on unregularised regret): env B, Reg(16T₀)/Reg(T₀) ≤ 2.5 for KL-UCB and ≥ 3 for UCB",
               "log T vs √T (ratio √16 = 4)", f"KL-UCB {g_kl:.2f}, UCB {g_ucb:.2f}", g_kl <= 2.5 and g_ucb >= 3)
+    # The same comparison on one objective: both methods scored on the KL-regularised regret, and on the
+    # unregularised regret (KL-UCB by the expected regret of its policy, UCB by the KL regret of its arm).
+    ucb_kl, kl_unreg = np.array(cb["ucb"].alt_mean), np.array(cb["kl_ucb"].alt_mean)
+    klb, grb = np.array(cb["kl_ucb"].mean), np.array(cb["kl_greedy"].mean)
+    ucb_un = np.array(cb["ucb"].mean)
+    TB = cb["kl_ucb"].horizons
+    rep.claim("Claim 2 on one objective (KL-regularised regret, env B): KL-UCB's regret is below UCB's at every T₀ "
+              "and grows by ≤ 2.5× over 16× the horizon",
+              "log T KL-regret for KL-UCB (Thm.)",
+              "T₀ = " + "/".join(str(t) for t in TB) + ": KL-UCB " + "/".join(f"{v:.1f}" for v in klb)
+              + ", UCB " + "/".join(f"{v:.1f}" for v in ucb_kl) + f" (16× growth {g_kl:.2f} vs "
+              f"{cb['ucb'].alt_growth_16x:.2f}; UCB plays one arm, so its KL regret is linear by construction)",
+              bool(np.all(klb < ucb_kl)) and g_kl <= 2.5)
+    rep.reported("The same on unregularised regret (env B)", "√T for unregularised UCB (minimax)",
+                 "T₀ = " + "/".join(str(t) for t in TB) + ": UCB " + "/".join(f"{v:.1f}" for v in ucb_un)
+                 + ", KL-UCB's policy " + "/".join(f"{v:.1f}" for v in kl_unreg)
+                 + f" (16× growth {g_ucb:.2f} vs {cb['kl_ucb'].alt_growth_16x:.2f}): on unregularised regret UCB is "
+                 f"{'lower' if ucb_un[-1] < kl_unreg[-1] else 'higher'} at the largest T₀; the log-vs-√T contrast of "
+                 "claim 2 is between the two objectives, not a win of one algorithm on a shared one")
+    rep.claim("Env B, same objective: the bonus matters on hard instances: KL-UCB's KL regret < KL-greedy's at "
+              "every T₀", "KL-UCB 10.2 vs KL-greedy 26.4 at 16k (spec's prototype table)",
+              "KL-UCB " + "/".join(f"{v:.1f}" for v in klb) + ", KL-greedy " + "/".join(f"{v:.1f}" for v in grb),
+              bool(np.all(klb < grb)))
     s_kl, s_ucb = cb["kl_ucb"].loglog_slope, cb["ucb"].loglog_slope
     rep.claim("Claim 4b: log-log slope on env B < 0.3 for KL-UCB and > 0.4 for UCB", "0 vs 0.5",
               f"KL-UCB {s_kl:.3f}, UCB {s_ucb:.3f}", s_kl < 0.3 and s_ucb > 0.4)
@@ -100,7 +132,8 @@ def main():
               f"{dt:.2f} s", dt < 5)
     rep.section(
         "Notes. Regret of the Gibbs methods is the exact KL-regularised regret η⁻¹·KL(π_t‖π*) of the played "
-        "policy on the drawn context; UCB is scored on unregularised regret, its own objective. "
+        "policy on the drawn context; UCB is scored on unregularised regret, its own objective, in the spec's "
+        "claim 2, and on the KL-regularised regret of the arm it plays in the same-objective rows. "
         "KL-greedy (β = 0) has lower regret than KL-UCB on environment A because the Gibbs policy already "
         "explores (as the withdrawn follow-up 'KL-Regularization Is Sufficient…' argues), but it pays 4-5× more "
         "than KL-UCB on the hard instances of environment B, where optimism matters."

@@ -5,7 +5,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from engines.common.params import Params
+from engines.common.params import FiniteFloat, Params
 
 Task = Literal["video", "design", "coverage"]
 Clip = Literal["bikes", "bigbuckbunny", "carphone", "digits", "upload"]
@@ -33,7 +33,7 @@ class InstanceParams(Params):
     upload_id: str | None = Field(None, pattern=r"^[0-9a-f]{32}$", description="id of an uploaded video")
     frames: int = Field(300, ge=20, le=600, description="video: frames kept after uniform subsampling")
     design_points: int = Field(200, ge=8, le=442, description="design: candidate rows of the diabetes data")
-    prior_precision: float = Field(1.0, gt=0.0, le=100.0, description="design: prior precision Λ = λI")
+    prior_precision: FiniteFloat = Field(1.0, gt=0.0, le=100.0, description="design: prior precision Λ = λI")
     graph: Graph = Field("les_miserables", description="coverage: networkx graph")
     graph_nodes: int = Field(500, ge=30, le=3000, description="coverage: nodes of the Barabási–Albert graph")
     blocks: int = Field(10, ge=1, le=40, description="number of blocks K (segments / groups / communities)")
@@ -64,9 +64,9 @@ class CompareParams(InstanceParams):
     draws: Literal["slots", "shared"] = Field("slots", description="B_k slot priors per block, or B_k draws from one")
     rounding_samples: int = Field(8, ge=1, le=64, description="rounded draws; the best is kept")
     pad: Literal["greedy", "none"] = Field("greedy", description="fill blocks left short by the sample (monotone f)")
-    dls_epsilon: float = Field(0.1, ge=0.02, le=0.5, description="distorted local search accuracy ε")
-    dls_gamma: float | None = Field(None, gt=0.0, le=1.0, description="γ given to local search (None: estimate)")
-    dls_beta: float | None = Field(None, gt=0.0, le=20.0, description="β given to local search (None: estimate)")
+    dls_epsilon: FiniteFloat = Field(0.1, ge=0.02, le=0.5, description="distorted local search accuracy ε")
+    dls_gamma: FiniteFloat | None = Field(None, gt=0.0, le=1.0, description="γ given to local search (None: estimate)")
+    dls_beta: FiniteFloat | None = Field(None, gt=0.0, le=20.0, description="β given to local search (None: estimate)")
     bruteforce_limit: int = Field(200_000, ge=1, le=2_000_000, description="most sets brute force may enumerate")
 
     @field_validator("methods")

@@ -39,6 +39,41 @@ def by(res, m):
     return next(r for r in res.runs if r.method == m)
 
 
+def evals_to_reach(run, target: float) -> float | None:
+    """f-evaluations a method had spent when it first evaluated a set of value ≥ target (None: never).
+
+    Curves are the compare entry's (thinned to ≤ 300 points), so this is an upper bound within one thinning step."""
+    for e, v in zip(run.curve_evals, run.curve_values):
+        if v >= target:
+            return float(e)
+    return None
+
+
+def greedy_trap(seed: int, gadgets: int = 8, noise_items: int = 24):
+    """Weighted coverage under a partition matroid on which greedy is provably suboptimal.
+
+    Per gadget two blocks of budget 1: {a1, a2} and {b1, b2}; a1 and b1 both cover u1 (weight 1 + ε), a2 covers
+    u2 (weight 1), b2 a small u3. Greedy takes a1 or b1 first (largest gain 1 + ε), after which the other adds 0:
+    it gets ≈ (1 + ε) + small per gadget where OPT = {a2, b1} gets 2 + ε. Sparse low-weight noise items on top.
+    """
+    from .objectives import Coverage, Partition
+
+    rng = np.random.default_rng(seed)
+    n, m = 4 * gadgets, 3 * gadgets + noise_items
+    A, w = np.zeros((n, m), bool), np.zeros(m)
+    blocks, budgets = [], []
+    for g in range(gadgets):
+        a1, a2, b1, b2 = 4 * g, 4 * g + 1, 4 * g + 2, 4 * g + 3
+        u1, u2, u3 = 3 * g, 3 * g + 1, 3 * g + 2
+        w[u1], w[u2], w[u3] = 1 + rng.uniform(0.02, 0.2), 1.0, rng.uniform(0.05, 0.2)
+        A[a1, u1] = A[b1, u1] = A[a2, u2] = A[b2, u3] = True
+        blocks += [[a1, a2], [b1, b2]]
+        budgets += [1, 1]
+    w[3 * gadgets:] = rng.uniform(0, 0.05, noise_items)
+    A[:, 3 * gadgets:] = rng.random((n, noise_items)) < 0.1
+    return Coverage(A, w), Partition(blocks, budgets)
+
+
 def main():
     rep = Report("multinoulli", "Multinoulli Extension / Multinoulli-SCG: subset selection under partition constraints")
     t_all = time.perf_counter()
@@ -64,24 +99,54 @@ def main():
 
     # --- Claims 1 and 2: value and evaluations against distorted local search ------------------------------
     pairs = {(0.1, 50): pairing_runs(0.1, 50), (0.05, 100): pairing_runs(0.05, 100)}
-    rows = []
+    rows, reach_rows = [], []
     for (eps, T), runs in pairs.items():
-        vr, er = [], []
+        vr, er, ur, reach = [], [], [], []
         for name, rs in runs.items():
             v = np.mean([by(r, "scg").value for r in rs]) / np.mean([by(r, "distorted_local_search").value for r in rs])
             e = np.mean([by(r, "scg").evals for r in rs]) / np.mean([by(r, "distorted_local_search").evals for r in rs])
             g = np.mean([by(r, "scg").value for r in rs]) / np.mean([by(r, "greedy").value for r in rs])
+            # SCG without greedy padding (the sampled set as it is), same seeds and T
+            inst = instance_for(InstanceParams(**TASKS[name]))
+            unp = [multinoulli_scg(inst.objective, inst.partition, T=T, seed=s, pad="none").value for s in range(SEEDS)]
+            u = np.mean(unp) / np.mean([by(r, "distorted_local_search").value for r in rs])
+            # evaluations to first reach 0.98 × the best value any method found on that seed
+            per = {m: [] for m in ("scg", "distorted_local_search", "greedy")}
+            for r in rs:
+                target = 0.98 * max(x.value for x in r.runs)
+                for m in per:
+                    per[m].append(evals_to_reach(by(r, m), target))
+            scg_r, dls_r = per["scg"], per["distorted_local_search"]
+            both = [(a, b) for a, b in zip(scg_r, dls_r) if a is not None and b is not None]
+            ratio = float(np.median([a / b for a, b in both])) if both else None
+            reach.append((name, ratio, sum(a is not None for a in scg_r), sum(b is not None for b in dls_r)))
             vr.append((name, v))
             er.append((name, e))
-            rows.append(f"| {name} | ε = {eps}, T = {T} | {v:.4f} | {g:.4f} | {e:.3f} | "
+            ur.append((name, u))
+
+            def fmt(xs):
+                ok = [x for x in xs if x is not None]
+                return (f"{np.median(ok):,.0f}" if ok else "never") + f" ({len(ok)}/{len(xs)})"
+            reach_rows.append(f"| {name} | ε = {eps}, T = {T} | {fmt(scg_r)} | {fmt(dls_r)} | {fmt(per['greedy'])} | "
+                              + (f"{ratio:.3f}" if ratio is not None else "—") + " |")
+            rows.append(f"| {name} | ε = {eps}, T = {T} | {v:.4f} | {u:.4f} | {g:.4f} | {e:.3f} | "
                         f"{np.mean([by(r, 'scg').evals for r in rs]):,.0f} | "
                         f"{np.mean([by(r, 'distorted_local_search').evals for r in rs]):,.0f} |")
         rep.claim(f"Claim 1: SCG value ≥ 0.98 × distorted local search, every task (mean of {SEEDS} seeds; ε = {eps}, T = {T})",
-                  "≥ DLS (paper: 'same guarantees'); spec: ≥ 0.98",
+                  "≥ DLS (paper: 'same guarantees'); spec: ≥ 0.98 (project threshold: no number is published)",
                   "; ".join(f"{n} {v:.3f}" for n, v in vr), all(v >= 0.98 for _, v in vr))
-        rep.claim(f"Claim 2: SCG uses ≤ 25% of distorted local search's f-evaluations (ε = {eps} ↔ T = {T})",
-                  "O(1/ε²) vs Õ(1/ε⁶); spec: ≤ 25%",
-                  "; ".join(f"{n} {e:.1%}" for n, e in er), all(e <= 0.25 for _, e in er))
+        rep.reported(f"Claim 1 without greedy padding: SCG's sampled set as it is, value / DLS (ε = {eps}, T = {T})",
+                     "rounding pads each block to B_k (reconstructed; not in the abstracts)",
+                     "; ".join(f"{n} {u:.3f}" for n, u in ur))
+        rep.claim(f"Claim 2: f-evaluations to first reach 0.98 × the best value any method found: SCG ≤ 25% of "
+                  f"distorted local search's (median over {SEEDS} seeds; ε = {eps}, T = {T})",
+                  "O(1/ε²) vs Õ(1/ε⁶); spec: ≤ 25% (project threshold: no number is published)",
+                  "; ".join(f"{n} " + ("SCG never reached it" if r is None else f"{r:.1%}")
+                            + f" (reached: SCG {a}/{SEEDS}, DLS {b}/{SEEDS})" for n, r, a, b in reach),
+                  all(r is not None and r <= 0.25 and a == SEEDS for _, r, a, _b in reach))
+        rep.reported(f"Total f-evaluations of a whole run, SCG / DLS (ε = {eps} ↔ T = {T}; arithmetic: T is tied to ε "
+                     "and DLS's sample count is ⌈1/ε²⌉, so this ratio is ≈ 5ε by construction)",
+                     "O(1/ε²) vs Õ(1/ε⁶)", "; ".join(f"{n} {e:.1%}" for n, e in er))
     for name, rs in pairs[(0.1, 50)].items():
         rep.figure(value_figure(json.loads(rs[0].model_dump_json())), f"value_{rs[0].instance.task}",
                    f"Value against f-evaluations, {name}, seed 0 (T = 50, ε = 0.1)")
@@ -115,6 +180,21 @@ def main():
     d = ratios["A-optimal design (K=4, |V_k|=6, B=2)"]
     rep.claim("Check 3: 10 A-optimal instances, ≥ 0.9·OPT on average", "≥ 0.9 (spec)", f"mean {np.mean(d):.4f}",
               np.mean(d) >= 0.9)
+
+    # --- A family where greedy is provably suboptimal --------------------------------------------------------
+    tv = []
+    for s in range(SEEDS):
+        obj, part = greedy_trap(s)
+        opt = bl.brute_force(obj, part, limit=200_000).value
+        tv.append((bl.greedy(obj, part).value / opt,
+                   np.mean([multinoulli_scg(obj, part, T=50, seed=s + 10 * k).value for k in range(3)]) / opt))
+    g_mean, s_mean = np.mean([a for a, _ in tv]), np.mean([b for _, b in tv])
+    rep.claim(f"SCG's gradient search beats plain greedy where greedy is provably suboptimal (weighted coverage with "
+              f"greedy traps under a partition matroid, 8 gadgets, {SEEDS} instances brute-forced): mean SCG / OPT > "
+              f"greedy / OPT on every instance",
+              "greedy ≈ ½ on partition matroids; continuous greedy 1 − 1/e",
+              f"greedy / OPT mean {g_mean:.3f} (min {min(a for a, _ in tv):.3f}); SCG (T = 50, 3 seeds) / OPT mean "
+              f"{s_mean:.3f} (min {min(b for _, b in tv):.3f})", all(b > a for a, b in tv))
 
     # --- Claim 4: lossless rounding -----------------------------------------------------------------------
     lines, ok = [], True
@@ -209,8 +289,13 @@ def main():
                 "Greedy padding adds a few percent over the sampled set: without it SCG's value is the relaxed value "
                 "ME(q^T) plus what the best of 8 draws adds. Shared draws (B_k i.i.d. draws from one prior) collide, "
                 "so their relaxation stays below OPT even at its best point.")
-    table = ["| task | pairing | SCG / DLS value | SCG / greedy value | SCG / DLS evals | SCG evals | DLS evals |",
-             "|---|---|---|---|---|---|---|"] + rows
+    table = ["| task | pairing | SCG / DLS value | SCG unpadded / DLS value | SCG / greedy value | SCG / DLS evals | "
+             "SCG evals | DLS evals |", "|---|---|---|---|---|---|---|---|"] + rows
+    reach_t = ["| task | pairing | SCG evals to 0.98·best (reached) | DLS | greedy | SCG / DLS (median ratio) |",
+               "|---|---|---|---|---|---|"] + reach_rows
+    rep.section("## Evaluations to reach 0.98 × the best value found (median over seeds)\n\n" + "\n".join(reach_t)
+                + "\n\nDLS's count includes the greedy solution it starts from; SCG's intermediate points are the sets "
+                "it samples from q^t for its gradient estimates, so it usually reaches the target only when it rounds.")
     rep.section("## Claims 1–2 per task (mean of 5 seeds)\n\n" + "\n".join(table) + "\n\n"
                 "Distorted local search starts from the greedy solution and estimates each swap's potential gain "
                 "with N = ⌈1/ε²⌉ samples (lenient: the theory asks for more), so its cost is about r·N·(|V_k| + 1) "

@@ -67,4 +67,8 @@ def load_bundle(b: T.BaseConfig, dc: T.DiffusionConfig) -> Bundle:
 
 
 def is_trained(b: T.BaseConfig, dc: T.DiffusionConfig) -> bool:
-    return (T.base_dir(b) / "meta.json").exists() and (T.diffusion_dir(b, dc) / "meta.json").exists()
+    """Trained here or shipped in the model release (installed on first use)."""
+    from engines.common import release
+
+    return all((d / "meta.json").exists() or release.manifest("object_audio", d.name) is not None
+               for d in (T.base_dir(b), T.pretrain_dir(b, dc), T.diffusion_dir(b, dc)))

@@ -5,7 +5,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
-from engines.common.params import Params
+from engines.common.params import FiniteFloat, Params
 
 Segmenter = Literal["flood", "grabcut", "sam"]
 Mode = Literal["mask", "text", "whole"]
@@ -24,12 +24,12 @@ class TrainParams(Params):
 
 class ClickParams(Params):
     image_id: str = Field(..., pattern=IMAGE_ID, description="an image stored by the tab (scene or upload)")
-    clicks: list[tuple[float, float, int]] = Field(default_factory=list, max_length=20,
+    clicks: list[tuple[FiniteFloat, FiniteFloat, int]] = Field(default_factory=list, max_length=20,
                                                    description="(x, y, label) in pixels; label 1 include, 0 exclude")
     segmenter: Segmenter = "flood"
     mode: Mode = "mask"
     prompt: str = Field("", max_length=120, description="text query for the text-attention mode")
-    cfg: float = Field(2.0, ge=0.0, le=10.0, description="classifier-free guidance scale (paper: 2.0)")
+    cfg: FiniteFloat = Field(2.0, ge=0.0, le=10.0, description="classifier-free guidance scale (paper: 2.0)")
     steps: int = Field(50, ge=2, le=200, description="DDIM steps (paper: 200)")
     seed: int = Field(0, ge=0, le=2**31 - 1)
 
@@ -45,7 +45,7 @@ class ClickParams(Params):
 class BenchmarkParams(Params):
     n_scenes: int = Field(200, ge=2, le=2000, description="test scenes with 2-3 sounding objects")
     steps: int = Field(50, ge=2, le=200, description="DDIM steps")
-    cfg: float = Field(2.0, ge=0.0, le=10.0)
+    cfg: FiniteFloat = Field(2.0, ge=0.0, le=10.0)
     additive: bool = Field(True, description="also train and evaluate the additive-attention ablation")
     sam_scenes: int = Field(20, ge=0, le=200, description="scenes for the LiteMedSAM IoU (0 = skip)")
     seed: int = Field(0, ge=0, le=2**31 - 1)

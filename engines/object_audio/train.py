@@ -384,14 +384,21 @@ def ensure_trained(b: BaseConfig, dc: DiffusionConfig, ctx=None, span=(0.0, 1.0)
         load_bundle.cache_clear()
     bd, dd = base_dir(b), diffusion_dir(b, dc)
     with _lock(bd):
-        if force or not (bd / "meta.json").exists():
+        if force or not (bd / "meta.json").exists() and not _from_release(bd):
             train_base(b, ctx, (a, a + 0.15 * (z - a)))
     base = load_base(b)
     pd = pretrain_dir(b, dc)
     with _lock(pd):
-        if force or not (pd / "meta.json").exists():
+        if force or not (pd / "meta.json").exists() and not _from_release(pd):
             pretrain_ldm(b, dc, base, ctx, (a + 0.15 * (z - a), a + 0.55 * (z - a)))
     with _lock(dd):
-        if force or not (dd / "meta.json").exists():
+        if force or not (dd / "meta.json").exists() and not _from_release(dd):
             train_diffusion(b, dc, base, ctx, (a + 0.55 * (z - a), z))
     return load_bundle(b, dc)
+
+
+def _from_release(d: Path) -> bool:
+    """Install the shipped models of this cache key (``release/object_audio/<dir name>``), verified; no training."""
+    from engines.common import release
+
+    return release.install("object_audio", d.name, d) is not None

@@ -5,7 +5,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from engines.common.params import Params
+from engines.common.params import FiniteFloat, Params
 
 Variant = Literal["p1", "p1_M", "p4m", "p4m_M"]
 ALL_VARIANTS: tuple[str, ...] = ("p1", "p1_M", "p4m", "p4m_M")
@@ -49,12 +49,12 @@ class ICParams(Params):
     problem: Problem = Field("swe", description="shallow water (closed basin) or decaying turbulence (periodic)")
     ic: ICKind = Field("random", description="kind of initial condition")
     seed: int = Field(0, ge=0, le=2**31 - 1, description="seed of the random bumps")
-    bump_row: float = Field(0.4, ge=0.0, le=1.0, description="placed bump: row position (fraction of the basin)")
-    bump_col: float = Field(0.6, ge=0.0, le=1.0, description="placed bump: column position (fraction)")
-    bump_width: float = Field(0.1, ge=0.02, le=0.4, description="placed bump: width (fraction of the basin)")
-    amplitude: float = Field(0.2, ge=-2.0, le=2.0, description="bump height (mean depth H = 1)")
-    mask: list[list[float]] | None = Field(None, description="drawn region (rows of numbers; > 0 = water)")
-    dt: float = Field(0.5, gt=0.0, le=2.0, description="solver time step (a surrogate step spans 2.0)")
+    bump_row: FiniteFloat = Field(0.4, ge=0.0, le=1.0, description="placed bump: row position (fraction of the basin)")
+    bump_col: FiniteFloat = Field(0.6, ge=0.0, le=1.0, description="placed bump: column position (fraction)")
+    bump_width: FiniteFloat = Field(0.1, ge=0.02, le=0.4, description="placed bump: width (fraction of the basin)")
+    amplitude: FiniteFloat = Field(0.2, ge=-2.0, le=2.0, description="bump height (mean depth H = 1)")
+    mask: list[list[FiniteFloat]] | None = Field(None, max_length=512, description="drawn region (rows of numbers; > 0 = water)")
+    dt: FiniteFloat = Field(0.5, gt=0.0, le=2.0, description="solver time step (a surrogate step spans 2.0)")
 
     @field_validator("mask")
     @classmethod

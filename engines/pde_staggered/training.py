@@ -106,13 +106,53 @@ def load_model(variant: str, sz: Sizes, seed: int = 0, pushforward: bool = False
                problem: str = "swe"):
     """The cached model (with its training record), or None."""
     path = model_path(variant, sz, seed, pushforward, augment, problem)
-    if not path.exists():
+    if not path.exists() and not _from_release(path):
         return None
     blob = torch.load(path, map_location="cpu", weights_only=True)
     model = build(variant, sz.width, blob["scales"], problem=problem)
     model.load_state_dict(blob["state"])
     model.eval()
     return model, blob["record"]
+
+
+def _from_release(path) -> bool:
+    """Install the shipped model of this cache key (``release/pde_staggered/<file stem>``: safetensors weights
+    + scales and training record as JSON), verified; no training. False when the release does not hold it."""
+    import json
+    import tempfile
+    from pathlib import Path
+
+    from safetensors.torch import load_file
+
+    from engines.common import release
+
+    if release.manifest("pde_staggered", path.stem) is None:
+        return False
+    with tempfile.TemporaryDirectory() as tmp:
+        d = Path(tmp) / "m"
+        release.install("pde_staggered", path.stem, d)
+        meta = json.loads((d / "meta.json").read_text())
+        blob = dict(state=load_file(str(d / "model.safetensors")), scales=meta["scales"], record=meta["record"])
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp_path = path.with_suffix(".release.tmp")
+    torch.save(blob, tmp_path)
+    tmp_path.replace(path)
+    return True
+
+
+def export_for_release(path, out_dir) -> dict:
+    """Write a cached model as release files (``model.safetensors`` + ``meta.json``); returns its record."""
+    import json
+    from pathlib import Path
+
+    from safetensors.torch import save_file
+
+    blob = torch.load(path, map_location="cpu", weights_only=True)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    save_file({k: v.contiguous() for k, v in blob["state"].items()}, str(out / "model.safetensors"))
+    (out / "meta.json").write_text(json.dumps({"scales": blob["scales"], "record": blob["record"]}))
+    return blob["record"]
 
 
 def train_variant(variant: str, sz: Sizes, seed: int = 0, pushforward: bool = False, augment: bool = False,

@@ -193,7 +193,7 @@ class LLMMapper:
         return out
 
     def _flat_edit(self, kind, cl, q, mag, state, out: Mapping) -> None:
-        from .mappers import GENERIC_STEPS
+        from .mappers import calibrated_step
 
         pid, d = kind[1], kind[2]
         p = self.d.by_id[pid]
@@ -203,7 +203,7 @@ class LLMMapper:
         elif p.kind == "bool":
             val = 1.0 if d == "+" else 0.0
         else:
-            step = GENERIC_STEPS[mag] * max(abs(cur), 1e-6)
+            step = calibrated_step(p, mag)
             val = cur + (step if d == "+" else -step)
         out.patch[p.raw] = float(val)
 

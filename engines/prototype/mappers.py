@@ -25,7 +25,13 @@ DIMENSION_WORDS = {"high": ("height", "size"), "tall": ("height", "size"), "heig
                    "tilt": ("tilt",), "recline": ("tilt",), "angle": ("tilt", "splay"), "splay": ("splay",),
                    "span": ("size",), "size": ("size",), "curve": ("curvature",), "curvature": ("curvature",),
                    "wall": ("wall",), "legs": ("count",), "legged": ("count",), "reach": ("reach",)}
-GENERIC_STEPS = {"slight": 0.05, "moderate": 0.15, "large": 0.30}  # flat baseline: relative, uncalibrated
+GENERIC_STEPS = {"slight": 0.05, "moderate": 0.15, "large": 0.30}  # the old flat baseline: relative, uncalibrated
+
+
+def calibrated_step(p, mag: str) -> float:
+    """|Δ| for a qualitative degree: the parameter's calibrated step, the same rule the interface compiles with
+    and the metric scores against (issue 17: a baseline that cannot hit that step by construction is no comparison)."""
+    return float(p.steps[("slight", "moderate", "large").index(mag)])
 STATEMENT = re.compile(r"\b(is|are|looks?|feels?|seems?|wobbles|tips over)\b")
 IMPERATIVE = re.compile(r"\b(should|needs?|want|make|be|please|could|can)\b")
 TAU_COMPONENT = 0.45  # minimum cosine similarity for an embedding-resolved component
@@ -246,7 +252,10 @@ class InterfaceMapper:
 
 
 class FlatMapper:
-    """The same machinery over raw parameter names (no hierarchy, synonyms, macros, calibration, units)."""
+    """The same machinery over raw parameter names (no hierarchy, synonyms, macros or units).
+
+    Degrees ("slightly", "much") become the parameter's calibrated step, as in the interface, so the comparison
+    measures targeting and structure, not a magnitude rule the baseline could never match."""
 
     name = "flat"
 
@@ -282,7 +291,7 @@ class FlatMapper:
             elif p.kind == "bool":
                 val = 0.0 if (L.REMOVE.search(cl) or pol == "-") else 1.0
             else:
-                step = GENERIC_STEPS[L.magnitude(cl)[0]] * max(abs(cur), 1e-6)
+                step = calibrated_step(p, L.magnitude(cl)[0])
                 val = cur + (step if (pol or "+") == "+" else -step)
                 if p.kind == "int":
                     val = cur + np.sign(val - cur) * max(1.0, round(abs(val - cur)))

@@ -5,7 +5,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
-from engines.common.params import Params
+from engines.common.params import FiniteFloat, Params
 
 Domain = Literal["chair", "stool", "lamp", "mug", "bottle"]
 DOMAIN_LABELS = {"chair": "Chair", "stool": "Bar stool", "lamp": "Table lamp", "mug": "Mug", "bottle": "Bottle"}
@@ -24,10 +24,10 @@ class InterpretParams(Params):
     domain: Domain = "chair"
     instruction: str = Field("", max_length=MAX_INSTRUCTION, description="the designer's words")
     program: str = Field("", max_length=5000, description="an interface program (JSON) to run instead of words")
-    state: dict[str, float] | None = Field(None, description="current parameter values (default model when empty)")
+    state: dict[str, FiniteFloat] | None = Field(None, max_length=64, description="current parameter values (default model when empty)")
     mapper: Mapper = "interface"
     spec_source: SpecSource = "induced"
-    calibration: float = Field(1.0, ge=0.25, le=3.0, description="scales the calibrated step of every degree")
+    calibration: FiniteFloat = Field(1.0, ge=0.25, le=3.0, description="scales the calibrated step of every degree")
     export: bool = Field(True, description="write GLB and STL of the result")
 
 
@@ -49,10 +49,10 @@ class BenchmarkParams(Params):
 
 class SpecifyParams(Params):
     domains: tuple[Domain, ...] = Field(("chair", "stool", "lamp", "mug", "bottle"), min_length=1)
-    alpha: float = Field(1.0, gt=0.0, le=100.0, description="DP concentration α (larger: more clusters)")
-    regular: float = Field(0.3, gt=0.0, le=10.0, description="cluster covariance λ·I")
+    alpha: FiniteFloat = Field(1.0, gt=0.0, le=100.0, description="DP concentration α (larger: more clusters)")
+    regular: FiniteFloat = Field(0.3, gt=0.0, le=10.0, description="cluster covariance λ·I")
     dim: int = Field(8, ge=2, le=64, description="PCA dimensions of the MiniLM embedding")
-    trace_weight: float = Field(4.0, ge=0.0, le=20.0, description="weight of the modelling-trace profile")
+    trace_weight: FiniteFloat = Field(4.0, ge=0.0, le=20.0, description="weight of the modelling-trace profile")
     sweeps: int = Field(5, ge=1, le=50, description="Gibbs sweeps")
     seed: int = Field(0, ge=0, le=2**31 - 1)
 

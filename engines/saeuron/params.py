@@ -10,7 +10,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from engines.common.params import Params
+from engines.common.params import FiniteFloat, Params
 
 # The minicanvas vocabulary (copied from engines.common.data so this module stays import-light;
 # tests/engines/saeuron checks the copy).
@@ -37,19 +37,19 @@ def _check_hook(v: str) -> str:
 class BuildParams(Params):
     """Collect activations, train one SAE per hook point and compute the concept statistics."""
 
-    hook_style: str = Field(DEFAULT_HOOKS["style"], description="hook point of the style SAE (up.1.2 analogue)")
-    hook_object: str = Field(DEFAULT_HOOKS["object"], description="hook point of the object SAE (up.1.1 analogue)")
+    hook_style: str = Field(DEFAULT_HOOKS["style"], max_length=100, description="hook point of the style SAE (up.1.2 analogue)")
+    hook_object: str = Field(DEFAULT_HOOKS["object"], max_length=100, description="hook point of the object SAE (up.1.1 analogue)")
     styles: tuple[Literal[tuple(STYLES)], ...] = Field(tuple(STYLES), min_length=2)  # type: ignore[valid-type]
     objects: tuple[Literal[tuple(OBJECTS)], ...] = Field(tuple(OBJECTS), min_length=2)  # type: ignore[valid-type]
     colours: int | None = Field(None, ge=1, le=8, description="colours per (object, style) anchor prompt")
     steps: int | None = Field(None, ge=2, le=100, description="sampling steps T of collection and statistics")
-    guidance: float = Field(4.0, ge=1.0, le=15.0)
+    guidance: FiniteFloat = Field(4.0, ge=1.0, le=15.0)
     expansion: int | None = Field(None, ge=1, le=64, description="SAE expansion factor (n = expansion · d_in)")
     k: int | None = Field(None, ge=1, le=256, description="active latents per token")
     epochs: int | None = Field(None, ge=1, le=50)
     batch_size: int = Field(4096, ge=64, le=65536, description="tokens per SAE batch")
-    lr: float = Field(4e-4, gt=0, le=0.1)
-    auxk_alpha: float = Field(1 / 32, ge=0, le=1)
+    lr: FiniteFloat = Field(4e-4, gt=0, le=0.1)
+    auxk_alpha: FiniteFloat = Field(1 / 32, ge=0, le=1)
     dead_after_tokens: int | None = Field(None, ge=1000, le=100_000_000)
     stats_seeds: int | None = Field(None, ge=1, le=8, description="validation samples per (object, style) for μ(i,t,c)")
     seed: int = Field(0, ge=0, le=2**31 - 1)
@@ -64,11 +64,11 @@ class BuildParams(Params):
 
 class ConceptEdit(Params):
     concept: Concept  # type: ignore[valid-type]
-    gamma: float = Field(-1.0, ge=-30.0, le=0.0, description="strength γ (< 0 flips the feature, 0 zeroes it)")
+    gamma: FiniteFloat = Field(-1.0, ge=-30.0, le=0.0, description="strength γ (< 0 flips the feature, 0 zeroes it)")
     top_m: int = Field(4, ge=0, le=64, description="features per timestep (selection = top_m)")
-    percentile: float = Field(99.5, ge=50.0, le=100.0, description="τ (selection = percentile)")
-    t_start: float = Field(0.0, ge=0.0, le=1.0, description="first active step, as a fraction of sampling (0 = noisiest)")
-    t_end: float = Field(1.0, ge=0.0, le=1.0, description="last active step, as a fraction of sampling")
+    percentile: FiniteFloat = Field(99.5, ge=50.0, le=100.0, description="τ (selection = percentile)")
+    t_start: FiniteFloat = Field(0.0, ge=0.0, le=1.0, description="first active step, as a fraction of sampling (0 = noisiest)")
+    t_end: FiniteFloat = Field(1.0, ge=0.0, le=1.0, description="last active step, as a fraction of sampling")
 
     @model_validator(mode="after")
     def _range(self):
@@ -85,7 +85,7 @@ class GenerationParams(Params):
     seed: int = Field(0, ge=0, le=2**31 - 1)
     n_images: int = Field(4, ge=1, le=8)
     steps: int | None = Field(None, ge=2, le=100)
-    guidance: float = Field(4.0, ge=1.0, le=15.0)
+    guidance: FiniteFloat = Field(4.0, ge=1.0, le=15.0)
 
     @field_validator("prompt")
     @classmethod
@@ -104,7 +104,7 @@ class EraseParams(GenerationParams):
     units: Literal["sae", "raw"] = Field("sae", description="SAE features (SAeUron) or raw channels (baseline)")
     preserve_error: bool = True
     apply_uncond: bool = True
-    heatmap_step: float = Field(0.5, ge=0.0, le=1.0, description="sampling fraction whose heatmaps are shown")
+    heatmap_step: FiniteFloat = Field(0.5, ge=0.0, le=1.0, description="sampling fraction whose heatmaps are shown")
     build: BuildParams = BuildParams()
 
     @field_validator("concepts")
@@ -123,8 +123,8 @@ class BenchmarkParams(Params):
     samples: int = Field(1, ge=1, le=16, description="seeds per test prompt")
     colours: int = Field(1, ge=1, le=8, description="colours per (object, style) test prompt")
     steps: int | None = Field(None, ge=2, le=100)
-    guidance: float = Field(4.0, ge=1.0, le=15.0)
-    gamma: float = Field(-1.0, ge=-30.0, le=0.0)
+    guidance: FiniteFloat = Field(4.0, ge=1.0, le=15.0)
+    gamma: FiniteFloat = Field(-1.0, ge=-30.0, le=0.0)
     top_m: int = Field(4, ge=0, le=64)
     baseline: bool = True
     pair: tuple[Literal[tuple(STYLES)], ...] = Field((), max_length=2)  # type: ignore[valid-type]

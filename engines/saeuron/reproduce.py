@@ -5,6 +5,7 @@ Hyper-parameters (γ, features per timestep) are chosen on *validation* seeds an
 """
 from __future__ import annotations
 
+import os
 import sys
 import tempfile
 import time
@@ -25,8 +26,23 @@ from .sae import TopKSae, evaluate_fvu
 from .scores import concept_means, empty_plan, heavy_tail_share, importance, select_features
 
 QUICK = dict(samples=1, val_samples=1, gammas=(-5.0,), top_ms=(4,), obj_targets=2, obj_gammas=(-5.0,), val_styles=2)
-FULL = dict(samples=1, val_samples=1, gammas=(-1.0, -5.0, -15.0), top_ms=(4, 8), obj_targets=4,
-            obj_gammas=(-5.0, -15.0, -30.0), val_styles=3)
+# The spec's sample count: 16 images per test prompt (issue 17: one image per prompt, 10 per style, cannot separate
+# UA 0.45 from 0.41). SAEURON_SAMPLES / SAEURON_VAL_SAMPLES override it (the intervals on the page show what it buys).
+FULL = dict(samples=int(os.environ.get("SAEURON_SAMPLES", "16")), val_samples=int(os.environ.get("SAEURON_VAL_SAMPLES", "4")),
+            gammas=(-1.0, -5.0, -15.0), top_ms=(4, 8), obj_targets=4, obj_gammas=(-5.0, -15.0, -30.0), val_styles=3)
+
+
+def ci95(rows: list[dict], key: str) -> float:
+    """Half-width of the 95 % normal interval of the mean over targets of per-target proportions
+    (each a binomial proportion over its own images: n_target for UA, n_other for IRA, n_all for CRA)."""
+    nkey = {"UA": "n_target", "IRA": "n_other", "CRA": "n_all"}[key]
+    var = sum(r[key] * (1 - r[key]) / max(r[nkey], 1) for r in rows)
+    return float(1.96 * np.sqrt(var) / max(len(rows), 1))
+
+
+def avg_ci95(rows: list[dict]) -> float:
+    """Half-width for avg(UA, IRA, CRA) (covariances ignored)."""
+    return float(np.sqrt(sum(ci95(rows, k) ** 2 for k in ("UA", "IRA", "CRA"))) / 3)
 TEST_SEED, VAL_SEED = 50_000, 90_000
 
 
@@ -183,8 +199,9 @@ def main(argv: list[str] | None = None) -> None:
         for units, gm in (("sae", g_sae), ("raw", g_raw)):
             m = evaluate_target(b, test_prompts, tt, base_test, [s], gamma=gm, top_m=m_sae, samples=cfg["samples"],
                                 seed=TEST_SEED, steps=steps, guidance=g, units=units)
-            rows[units].append(dict(target=s, UA0=1 - m["acc_target0"],
-                                    **{k: m[k] for k in ("UA", "IRA", "CRA", "IRA0", "CRA0", "avg")}))
+            rows[units].append(dict(target=s, UA0=1 - m["acc_target0"], n_all=m["n_target"] + m["n_other"],
+                                    **{k: m[k] for k in ("UA", "IRA", "CRA", "IRA0", "CRA0", "avg", "n_target",
+                                                         "n_other")}))
             print(f"  test {units} {s}: UA {m['UA']:.2f} IRA {m['IRA']:.2f} CRA {m['CRA']:.2f}", flush=True)
     mean = {u: {k: float(np.mean([r[k] for r in rs])) for k in ("UA", "IRA", "CRA", "IRA0", "CRA0", "avg", "UA0")}
             for u, rs in rows.items()}
@@ -193,7 +210,9 @@ def main(argv: list[str] | None = None) -> None:
     rep.claim("Check 4 — style erasure (mean over styles): UA ≥ 0.80, IRA ≥ 0.85·IRA₀, CRA ≥ 0.90·CRA₀, metrics in [0, 1] "
               "(and the unedited model renders the styles: UA₀ ≤ 0.5)",
               "UA 95.80 / IRA 99.10 / CRA 99.40 (%)",
-              f"UA {S['UA']:.3f}, IRA {S['IRA']:.3f} (IRA₀ {S['IRA0']:.3f}), CRA {S['CRA']:.3f} (CRA₀ {S['CRA0']:.3f}); "
+              f"UA {S['UA']:.3f} ± {ci95(rows['sae'], 'UA'):.3f}, IRA {S['IRA']:.3f} ± {ci95(rows['sae'], 'IRA'):.3f} "
+              f"(IRA₀ {S['IRA0']:.3f}), CRA {S['CRA']:.3f} ± {ci95(rows['sae'], 'CRA'):.3f} (CRA₀ {S['CRA0']:.3f}; ± = 95 % "
+              f"interval); "
               f"γ = {g_sae}, {m_sae} features/step chosen on validation seeds; {len(test_prompts) * cfg['samples']} test images per "
               f"style; unedited accuracy on the target styles {1 - mean['sae']['UA0']:.2f} (so UA₀ = {mean['sae']['UA0']:.2f})",
               S["UA"] >= 0.80 and S["IRA"] >= 0.85 * S["IRA0"] and S["CRA"] >= 0.90 * S["CRA0"] and in01
@@ -201,7 +220,8 @@ def main(argv: list[str] | None = None) -> None:
     R = mean["raw"]
     rep.claim("Check 5 — SAeUron beats raw-channel ablation at equal budget by ≥ 5 points of avg(UA, IRA, CRA)",
               "SAE features more selective than neurons",
-              f"SAeUron {100 * S['avg']:.1f} vs raw channels {100 * R['avg']:.1f} (raw: UA {R['UA']:.2f}, IRA {R['IRA']:.2f}, "
+              f"SAeUron {100 * S['avg']:.1f} ± {100 * avg_ci95(rows['sae']):.1f} vs raw channels {100 * R['avg']:.1f} ± "
+              f"{100 * avg_ci95(rows['raw']):.1f} (95 % intervals; raw: UA {R['UA']:.2f}, IRA {R['IRA']:.2f}, "
               f"CRA {R['CRA']:.2f}; γ = {g_raw} from the same validation grid, {m_sae} channels/step)",
               S["avg"] >= R["avg"] + 0.05)
     pair = styles[1:3] if len(styles) >= 3 else styles[:2]
@@ -237,14 +257,15 @@ def main(argv: list[str] | None = None) -> None:
                                      seed=VAL_SEED, steps=steps, guidance=g)["avg"], gm) for gm in cfg["obj_gammas"]))
         m = evaluate_target(b, test_prompts, tt, base_test, [o], gamma=best[1], top_m=m_sae, samples=cfg["samples"],
                             seed=TEST_SEED, steps=steps, guidance=g)
-        orows.append(dict(target=o, gamma=best[1], UA0=1 - m["acc_target0"],
-                          **{k: m[k] for k in ("UA", "IRA", "CRA", "IRA0", "CRA0", "avg")}))
+        orows.append(dict(target=o, gamma=best[1], UA0=1 - m["acc_target0"], n_all=m["n_target"] + m["n_other"],
+                          **{k: m[k] for k in ("UA", "IRA", "CRA", "IRA0", "CRA0", "avg", "n_target", "n_other")}))
         print(f"  object {o}: γ={best[1]} UA {m['UA']:.2f} IRA {m['IRA']:.2f} CRA {m['CRA']:.2f}", flush=True)
     O = {k: float(np.mean([r[k] for r in orows])) for k in ("UA", "IRA", "CRA", "IRA0", "CRA0", "UA0")}
     rep.claim(f"Object erasure (harder case; γ per object from {list(cfg['obj_gammas'])} on validation seeds): "
               "UA ≥ 0.80, IRA ≥ 0.85·IRA₀, CRA ≥ 0.90·CRA₀",
               "UA 78.82 / IRA 95.47 / CRA 95.58 (%)",
-              f"{len(objs)} objects: UA {O['UA']:.3f}, IRA {O['IRA']:.3f} (IRA₀ {O['IRA0']:.3f}), CRA {O['CRA']:.3f} "
+              f"{len(objs)} objects, {cfg['samples']} images per test prompt: UA {O['UA']:.3f} ± {ci95(orows, 'UA'):.3f}, "
+              f"IRA {O['IRA']:.3f} ± {ci95(orows, 'IRA'):.3f} (IRA₀ {O['IRA0']:.3f}), CRA {O['CRA']:.3f} "
               f"(CRA₀ {O['CRA0']:.3f}), UA₀ {O['UA0']:.2f}; γ chosen: " + ", ".join(f"{r['target']} {r['gamma']:g}" for r in orows),
               O["UA"] >= 0.80 and O["IRA"] >= 0.85 * O["IRA0"] and O["CRA"] >= 0.90 * O["CRA0"] and O["UA0"] <= 0.5)
 

@@ -46,8 +46,9 @@ class Concept:
     forget_captions: list[str]
     retain_images: np.ndarray
     retain_captions: list[str]
-    task: Task  # forget / retain accuracy are read from this task
+    task: Task  # forget / retain accuracy are read from this task (the validation half when test_task is set)
     utility: Task
+    test_task: Task | None = None  # held-out half: never used to choose the layer or the step, only reported
 
     @property
     def forget_mask(self) -> np.ndarray:
@@ -93,7 +94,7 @@ def _train_set(kind: str, n_minicanvas: int):
 
 
 def build_concept(kind: str, target: str, n_forget: int = 256, n_retain: int = 512, n_eval: int = 600,
-                  min_forget: int = 8, seed: int = 0) -> Concept:
+                  min_forget: int = 8, seed: int = 0, heldout_split: bool = False) -> Concept:
     """D_f, D_r and the evaluation tasks for forgetting ``target`` (a class of ``kind``)."""
     from engines.common import data
 
@@ -135,5 +136,24 @@ def build_concept(kind: str, target: str, n_forget: int = 256, n_retain: int = 5
         task, utility = _minicanvas_task(kind, n_eval, seed), _digits_task(n_util)
     if not np.any(task.labels == t):
         raise TooFewExamples(f"no held-out images of {kind} {TARGETS[kind][t]!r} to measure forgetting; raise n_eval")
+    test_task = None
+    if heldout_split:
+        task, test_task = split_task(task, seed)
     return Concept(kind, t, TARGETS[kind][t], np.asarray(train.images[f_idx]), [train.captions[i] for i in f_idx],
-                   retain_images, r_cap, task, utility)
+                   retain_images, r_cap, task, utility, test_task)
+
+
+def split_task(task: Task, seed: int = 0) -> tuple[Task, Task]:
+    """Stratified halves of a task's held-out images: (validation, test). The layer and the step size are chosen
+    on the validation half; forget / retain accuracy are reported on the test half (issue 17)."""
+    rng = np.random.default_rng(10_007 + seed)
+    val = []
+    for c in np.unique(task.labels):
+        idx = rng.permutation(np.flatnonzero(task.labels == c))
+        val += idx[: (len(idx) + 1) // 2].tolist()
+    v = np.zeros(len(task.labels), bool)
+    v[val] = True
+
+    def sub(m, tag):
+        return Task(f"{task.name} ({tag})", task.images[m], task.labels[m], task.prompts, task.classes)
+    return sub(v, "validation half"), sub(~v, "test half")

@@ -5,7 +5,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from engines.common.params import Params
+from engines.common.params import FiniteFloat, Params
 
 TargetKind = Literal["digit", "object", "style", "fashion"]
 Tower = Literal["vision", "text", "both"]
@@ -37,10 +37,10 @@ def target_index(kind: str, target: str | int) -> int:
 class SearchParams(Params):
     """Step-size binary search (Sec. 3.3; official code: start at 10% relative change, ≤ 10 evaluations)."""
 
-    forget_target: float = Field(0.05, ge=0.0, le=0.5, description="stop once forget accuracy@1 ≤ this")
+    forget_target: FiniteFloat = Field(0.05, ge=0.0, le=0.5, description="stop once forget accuracy@1 ≤ this")
     max_evals: int = Field(10, ge=1, le=20, description="evaluations of the binary search per layer")
-    init_rel_step: float = Field(0.1, gt=0.0, le=10.0, description="λ₀·‖g‖/‖θ‖ (code: 0.1)")
-    max_rel_step: float = Field(20.0, gt=0.0, le=1000.0, description="largest relative change λ·‖g‖/‖θ‖ tried")
+    init_rel_step: FiniteFloat = Field(0.1, gt=0.0, le=10.0, description="λ₀·‖g‖/‖θ‖ (code: 0.1)")
+    max_rel_step: FiniteFloat = Field(20.0, gt=0.0, le=1000.0, description="largest relative change λ·‖g‖/‖θ‖ tried")
 
 
 class UnlearnParams(SearchParams):
@@ -51,14 +51,14 @@ class UnlearnParams(SearchParams):
     tower: Tower = Field("both", description="towers whose layers are candidates")
     selection: Selection = Field("best_retain", description="among Pareto layers: best retain accuracy, or deepest")
     layer: str | None = Field(None, max_length=200, description="skip the Pareto choice: update this parameter")
-    rel_step: float | None = Field(None, gt=0.0, le=1000.0, description="skip the search: this λ·‖g‖/‖θ‖")
+    rel_step: FiniteFloat | None = Field(None, gt=0.0, le=1000.0, description="skip the search: this λ·‖g‖/‖θ‖")
     n_forget: int = Field(256, ge=1, le=100_000, description="at most this many forget pairs")
     min_forget: int = Field(8, ge=1, le=1000, description="refuse targets with fewer forget pairs than this")
     n_retain: int = Field(512, ge=8, le=100_000, description="retain pairs (other concepts)")
     n_eval: int = Field(600, ge=20, le=20_000, description="held-out images for forget/retain accuracy")
     batch_size: int = Field(64, ge=1, le=1024)
     baselines: tuple[Baseline, ...] = Field((), description="also run these, at matched forget accuracy")
-    ga_lr: float = Field(1e-5, gt=0.0, le=1.0, description="AdamW learning rate of the GA baseline (code: 1e-5)")
+    ga_lr: FiniteFloat = Field(1e-5, gt=0.0, le=1.0, description="AdamW learning rate of the GA baseline (code: 1e-5)")
     ga_max_steps: int = Field(200, ge=1, le=10_000)
     n_random: int = Field(3, ge=1, le=20, description="random layers drawn for the random-layer baseline")
     seed: int = Field(0, ge=0, le=2**31 - 1)
@@ -83,10 +83,10 @@ class T2IParams(SearchParams):
     final_samples: int = Field(16, ge=1, le=256, description="images per concept for the final numbers (code: 10)")
     n_other: int = Field(4, ge=1, le=20, description="unrelated concepts checked for retention")
     steps: int = Field(20, ge=2, le=200, description="sampling steps")
-    guidance_scale: float = Field(4.0, ge=1.0, le=30.0)
-    init_rel_step: float = Field(0.4, gt=0.0, le=10.0, description="λ₀·‖g‖/‖θ‖ (SD script: 0.4)")
-    forget_target: float = Field(0.0, ge=0.0, le=0.5, description="judge accuracy on the target to reach")
-    max_ira_drop: float = Field(0.1, ge=0.0, le=1.0, description="allowed drop of unrelated-concept accuracy")
+    guidance_scale: FiniteFloat = Field(4.0, ge=1.0, le=30.0)
+    init_rel_step: FiniteFloat = Field(0.4, gt=0.0, le=10.0, description="λ₀·‖g‖/‖θ‖ (SD script: 0.4)")
+    forget_target: FiniteFloat = Field(0.0, ge=0.0, le=0.5, description="judge accuracy on the target to reach")
+    max_ira_drop: FiniteFloat = Field(0.1, ge=0.0, le=1.0, description="allowed drop of unrelated-concept accuracy")
     seed: int = Field(0, ge=0, le=2**31 - 1)
 
     @model_validator(mode="after")

@@ -50,7 +50,8 @@ def grid_check(res: dict, p: dict, n: int = 40) -> dict:
 
     zc = zoo.load("clip")
     zc.model.eval()
-    c = build_concept(res["target_kind"], res["target"], p.get("n_forget", 256), p.get("n_retain", 512))
+    c = build_concept(res["target_kind"], res["target"], p.get("n_forget", 256), p.get("n_retain", 512),
+                      heldout_split=True)  # the search ran on the validation half
     ev = Evaluator(zc, c)
     from .gradients import accumulate_gradients
 
@@ -86,48 +87,66 @@ def main():
     meta = zoo.read_meta("clip", cfg) or {}
     t0 = time.perf_counter()
     runs = []
-    p = dict(baselines=["ga", "random_layer", "importance_only"], n_random=3, forget_target=0.05)
+    # ≥ 10 random layers per target (issue 17: a 3-layer random baseline is too noisy to compare against)
+    p = dict(baselines=["ga", "random_layer", "importance_only"], n_random=int(os.environ.get("SLUG_N_RANDOM", "10")),
+             forget_target=0.05)
     for kind, name in _targets():
         print(f"--- {kind} {name}", flush=True)
-        r = unlearn(dict(target_kind=kind, target=name, **p)).model_dump()
+        # layer and step chosen on a validation half of the held-out images; claims read the test half
+        r = unlearn(dict(target_kind=kind, target=name, **p), heldout_split=True).model_dump()
         runs.append(r)
         b = {x["name"]: x for x in r["baselines"]}
         print(f"{name}: layer {r['chosen']} r={r['rel_step']:.3g} FA {r['before']['forget1']:.2f}->{r['after']['forget1']:.2f} "
               f"retain {r['before']['retain']:.3f}->{r['after']['retain']:.3f} | GA {b['ga']['retain']:.3f} "
               f"(FA {b['ga']['forget1']:.2f}, {b['ga']['steps']} steps) | rand {b['random_layer']['retain']:.3f} "
               f"({b['random_layer']['n_reached']}/{b['random_layer']['n']}) | imp {b['importance_only']['retain']:.3f}", flush=True)
-    dig = [r for r in runs if r["target_kind"] == "digit"]
-    allr = runs
+    # A target the model does not recognise before unlearning (zero-shot accuracy < 50 % on the validation half)
+    # cannot be "forgotten": such targets are listed but not counted in any claim.
+    excluded = [r for r in runs if r["before"]["forget1"] < 0.5]
+    allr = [r for r in runs if r["before"]["forget1"] >= 0.5]
+    dig = [r for r in allr if r["target_kind"] == "digit"]
+    if excluded:
+        rep.reported("Targets not counted: zero-shot accuracy on the target before unlearning < 50 %", "—",
+                     ", ".join(f"{r['target_kind']} {r['target']} ({r['before']['forget1']:.0%})" for r in excluded))
 
     def mean(xs):
         return float(np.mean(xs)) if xs else float("nan")
 
-    fa = [r["after"]["forget1"] for r in allr]
-    drop = [100 * (r["before"]["retain"] - r["after"]["retain"]) for r in allr]
+    def T(d: dict, key: str) -> float:
+        """The held-out test half's figure (selection used the validation half)."""
+        return d["test"][key]
+
+    fa = [T(r["after"], "forget1") for r in allr]
+    drop = [100 * (T(r["before"], "retain") - T(r["after"], "retain")) for r in allr]
     util = [100 * (r["before"]["utility"] - r["after"]["utility"]) for r in allr]
-    rep.claim("Tiny CLIP: forget accuracy ≤ 5 % with retain zero-shot accuracy drop ≤ 5 points (mean over targets)",
+    rep.claim("Tiny CLIP: forget accuracy ≤ 5 % with retain zero-shot accuracy drop ≤ 5 points (mean over targets; "
+              "layer and step chosen on the validation half of the held-out images, accuracy read on the test half)",
               "ViT-B/32: FA@1 0.00, CelebA-100 58.3 vs 61.4 original (Table 1)",
               f"{len(allr)} targets: mean FA {mean(fa):.1%} (max {max(fa):.1%}); retain drop {mean(drop):.1f} points "
               f"(max {max(drop):.1f}); utility drop {mean(util):.1f} points",
               mean(fa) <= 0.05 and mean(drop) <= 5.0)
     ga = [next(b for b in r["baselines"] if b["name"] == "ga") for r in allr]
-    gap = [100 * (r["after"]["retain"] - g["retain"]) for r, g in zip(allr, ga)]
-    ga_fa = [g["forget1"] for g in ga]
-    rep.claim("At matched forget accuracy SLUG keeps ≥ 10 points more retain accuracy than all-layer gradient ascent",
+    gap = [100 * (T(r["after"], "retain") - T(g, "retain")) for r, g in zip(allr, ga)]
+    ga_fa = [T(g, "forget1") for g in ga]
+    ex_ratio = mean([r["cost"]["grad_examples"] for r in allr]) / mean([g["grad_examples"] for g in ga])
+    rep.claim("At matched forget accuracy SLUG keeps ≥ 10 points more retain accuracy than all-layer gradient ascent, "
+              "with ≤ 1/10 of GA's gradient evaluations (spec acceptance 5)",
               "TA_CA@1 58.32 (SLUG) vs 24.92 (GA), Table 1",
               f"SLUG − GA retain = {mean(gap):.1f} points (GA reached the target on {sum(g['reached'] for g in ga)}/{len(ga)}, "
-              f"mean GA FA {mean(ga_fa):.1%}, mean {mean([g['steps'] for g in ga]):.0f} AdamW steps)",
-              mean(gap) >= 10.0)
+              f"mean GA FA {mean(ga_fa):.1%}, mean {mean([g['steps'] for g in ga]):.0f} AdamW steps); SLUG's gradient "
+              f"examples = {ex_ratio:.2f}× GA's",
+              mean(gap) >= 10.0 and ex_ratio <= 0.1)
     rnd = [next(b for b in r["baselines"] if b["name"] == "random_layer") for r in allr]
     imp = [next(b for b in r["baselines"] if b["name"] == "importance_only") for r in allr]
-    g_r = [100 * (r["after"]["retain"] - b["retain"]) for r, b in zip(allr, rnd)]
-    g_i = [100 * (r["after"]["retain"] - b["retain"]) for r, b in zip(allr, imp)]
+    g_r = [100 * (T(r["after"], "retain") - T(b, "retain")) for r, b in zip(allr, rnd)]
+    g_i = [100 * (T(r["after"], "retain") - T(b, "retain")) for r, b in zip(allr, imp)]
     reached_r = sum(b["n_reached"] for b in rnd), sum(b["n"] for b in rnd)
-    rep.claim("The Pareto-chosen layer beats random layers (same search) and the importance-only layer on retain accuracy",
+    rep.claim("The Pareto-chosen layer keeps ≥ 3 points more retain accuracy than random layers (same search, mean over "
+              f"{p['n_random']} random layers per target) and than the importance-only layer (spec claim 2)",
               "Table 4 ablation: Pareto > importance-only, alignment-only, random layer",
               f"SLUG − random = {mean(g_r):.1f} points (random layers reached the target {reached_r[0]}/{reached_r[1]}); "
               f"SLUG − importance-only = {mean(g_i):.1f} points",
-              mean(g_r) > 0 and mean(g_i) >= 0)
+              mean(g_r) >= 3.0 and mean(g_i) >= 3.0)
     one_pass = all(r["cost"]["optimizer_steps"] == 0 for r in allr)
     evals_ok = all(len(t["rows"]) <= 10 for r in allr for t in r["searched"])
     one_layer = all(len(r["changed"]) == 1 and r["changed"][0] == r["chosen"] for r in allr)
@@ -168,14 +187,15 @@ def main():
             "|---|---|---|---|---|---|---|---|---|"]
     for r, gb, rb, ib in zip(allr, ga, rnd, imp):
         rows.append(f"| {r['target_kind']} {r['target']} | `{r['chosen']}` | {r['rel_step']:.3g} | "
-                    f"{r['before']['forget1']:.0%} → {r['after']['forget1']:.0%} | {r['before']['retain']:.1%} → "
-                    f"{r['after']['retain']:.1%} | {r['before']['utility']:.1%} → {r['after']['utility']:.1%} | "
-                    f"{gb['retain']:.1%} ({gb['forget1']:.0%}) | {rb['retain']:.1%} ({rb['n_reached']}/{rb['n']}) | "
-                    f"{ib['retain']:.1%} ({'ok' if ib['reached'] else 'miss'}) |")
+                    f"{T(r['before'], 'forget1'):.0%} → {T(r['after'], 'forget1'):.0%} | {T(r['before'], 'retain'):.1%} → "
+                    f"{T(r['after'], 'retain'):.1%} | {r['before']['utility']:.1%} → {r['after']['utility']:.1%} | "
+                    f"{T(gb, 'retain'):.1%} ({T(gb, 'forget1'):.0%}) | {T(rb, 'retain'):.1%} ({rb['n_reached']}/{rb['n']}) | "
+                    f"{T(ib, 'retain'):.1%} ({'ok' if ib['reached'] else 'miss'}) |")
     model = f"zoo CLIP config overrides {json.dumps(cfg)}" if cfg else "the zoo's default tiny CLIP"
     rep.section(f"## Per target\n\nModel: {model}; its zero-shot accuracy: "
                 + ", ".join(f"{k} {v:.1%}" for k, v in (meta.get("metrics") or {}).items() if k != "final_loss")
-                + f". Forget target: top-1 ≤ 5 %. Baselines at matched forget accuracy. Measured in "
+                + f". Forget target: top-1 ≤ 5 % on the validation half (which chooses layer, step and the baselines' "
+                "stopping points); the table shows the held-out test half. Baselines at matched forget accuracy. Measured in "
                 f"{time.perf_counter() - t0:.0f} s.\n\n" + "\n".join(rows))
     return rep.write()
 

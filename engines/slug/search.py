@@ -93,8 +93,9 @@ class Evaluator:
     @torch.no_grad()
     def _images(self):
         zc = self.zc
+        tasks = (self.c.task, self.c.utility) + ((self.c.test_task,) if getattr(self.c, "test_task", None) else ())
         return [torch.cat([zc.encode_images(t.images[i:i + 256]) for i in range(0, len(t.images), 256)])
-                for t in (self.c.task, self.c.utility)]
+                for t in tasks]
 
     @torch.no_grad()
     def _classes(self):
@@ -134,6 +135,11 @@ class Evaluator:
         if per_class:
             out["per_class"] = [float((pred[y == j] == j).mean()) if np.any(y == j) else float("nan")
                                 for j in range(len(c.task.classes))]
+        if len(img) > 2:  # the held-out test half: reported, never used by the search or the stopping rules
+            ts = (img[2] @ cls[0].T).cpu().numpy()
+            yt, ft = c.test_task.labels, c.test_task.labels == c.index
+            out["test"] = dict(forget1=float((ts[ft].argmax(1) == c.index).mean()),
+                               retain=float((ts[~ft].argmax(1) == yt[~ft]).mean()))
         return out
 
 

@@ -79,7 +79,9 @@ def _search_kw(p) -> dict:
     return dict(forget_target=p.forget_target, max_evals=p.max_evals, init_rel=p.init_rel_step, max_rel=p.max_rel_step)
 
 
-def unlearn(params: UnlearnParams | dict, ctx=None) -> UnlearnResult:
+def unlearn(params: UnlearnParams | dict, ctx=None, heldout_split: bool = False) -> UnlearnResult:
+    """``heldout_split``: choose the layer and the step on a validation half of the held-out images and report
+    forget / retain on the other half too (``before["test"]``, ``after["test"]``, each baseline's ``test``)."""
     p = validate(UnlearnParams, params)
     ctx = ctx or LocalContext()
     t_start = time.perf_counter()
@@ -89,7 +91,8 @@ def unlearn(params: UnlearnParams | dict, ctx=None) -> UnlearnResult:
     if p.layer is not None:
         check_layer(model, p.layer)
     ctx.progress(0.2, "building forget / retain sets")
-    concept = build_concept(p.target_kind, p.target, p.n_forget, p.n_retain, p.n_eval, p.min_forget, p.seed)
+    concept = build_concept(p.target_kind, p.target, p.n_forget, p.n_retain, p.n_eval, p.min_forget, p.seed,
+                            heldout_split=heldout_split)
     ev = Evaluator(zc, concept)
     theta0 = snapshot(model)  # θ⁽⁰⁾: never written to; every probe is reverted against it
     before = ev([], per_class=True)  # nothing changed yet: the embeddings cached by the Evaluator
@@ -228,7 +231,8 @@ def gradient_ascent(zc, concept, p, progress=None) -> dict:
     changed = sum(1 for (a, q), b in zip(model.named_parameters(), zc.model.parameters()) if not torch.equal(q, b))
     return dict(name="ga", label="GA (all layers)", reached=row["forget1"] <= p.forget_target, steps=steps,
                 grad_examples=steps * min(p.batch_size, n), train_s=train_s, evals=ev.evals, state_bytes=state,
-                params_changed=int(n_all), tensors_changed=int(changed), **{k: row[k] for k in ("forget1", "forget5", "retain", "utility")})
+                params_changed=int(n_all), tensors_changed=int(changed), test=row.get("test"),
+                **{k: row[k] for k in ("forget1", "forget5", "retain", "utility")})
 
 
 def layer_baseline(zc, concept, grads, layer, p, label, name, ev=None) -> dict:
@@ -238,7 +242,8 @@ def layer_baseline(zc, concept, grads, layer, p, label, name, ev=None) -> dict:
     dt = time.perf_counter() - t0
     row = tr.best_row or min(tr.rows, key=lambda r: r["forget1"])
     return dict(name=name, label=label, layer=layer, reached=tr.reached, evals=len(tr.rows), search_s=dt,
-                rel=row["rel"], trace=tr.as_dict(), **{k: row[k] for k in ("forget1", "forget5", "retain", "utility")})
+                rel=row["rel"], trace=tr.as_dict(), test=row.get("test"),
+                **{k: row[k] for k in ("forget1", "forget5", "retain", "utility")})
 
 
 def run_baselines(zc, concept, ev, grads, scores, chosen: str, p, progress) -> list[dict]:
@@ -266,6 +271,8 @@ def run_baselines(zc, concept, ev, grads, scores, chosen: str, p, progress) -> l
                        search_s=sum(r["search_s"] for r in rows))
             for key in ("forget1", "forget5", "retain", "utility"):
                 agg[key] = float(np.mean([r[key] for r in rows]))
+            if all(r.get("test") for r in rows):
+                agg["test"] = {k: float(np.mean([r["test"][k] for r in rows])) for k in rows[0]["test"]}
             out.append(agg)
         sub(1.0, f"baseline {kind} done")
     return out

@@ -1,8 +1,10 @@
 """Teacher-forced replay benchmark (as in JSONSchemaBench's maskbench), one engine per subprocess.
 
-For each workload: compile (grammar + vocabulary -> first mask), then two passes over the same seeded
-valid instances, each tokenized canonically: at every step time the engine's mask call, then advance
-by the target token. Pass 1 is cold, pass 2 warm (caches that survive ``reset()`` are hot).
+For each workload: compile (grammar + vocabulary -> first mask), then two passes, each over seeded valid
+instances tokenized canonically: at every step time the engine's mask call, then advance by the target
+token. Pass 1 ("cold") runs the first instances through the fresh engine; pass 2 ("warm") runs *held-out*
+instances (new text, other seed) through the same engine, whose caches that survive ``reset()`` are now
+hot. Warm is new text through a warm engine, never a replay of the sequences that warmed it.
 Single-threaded (RAYON/OMP threads = 1, XGrammar max_threads=1). Peak RSS is the child's maxrss
 (VmHWM) minus its RSS after loading the vocabulary.
 """
@@ -39,7 +41,9 @@ def _stats(times_us: list[float]) -> dict:
 def replay(engine: str, workload: str, encoder, n_instances: int, seed: int, ctx: dict) -> dict:
     w = WORKLOADS[workload]
     texts = w.instances(n_instances, seed)
+    held_out = [t for t in w.instances(3 * n_instances, seed + 1_000_003) if t not in set(texts)][:n_instances]
     seqs = [encoder.encode(t) for t in texts]
+    passes = {"cold": seqs, "warm": [encoder.encode(t) for t in held_out]}
     row = {"engine": engine, "workload": workload, "instances": len(texts), "status": "ok", "rejected": 0}
     try:
         t0 = time.perf_counter()
@@ -51,10 +55,10 @@ def replay(engine: str, workload: str, encoder, n_instances: int, seed: int, ctx
         return {**row, "status": f"unsupported: {e}"[:160]}
     except Exception as e:  # noqa: BLE001 - a peer failing to compile is a result, not a crash
         return {**row, "status": f"error: {type(e).__name__}: {e}"[:160]}
-    for name in ("cold", "warm"):
+    for name, pass_seqs in passes.items():
         times: list[float] = []
         rejected = 0
-        for seq in seqs:
+        for seq in pass_seqs:
             sess.reset()
             for tok in seq:
                 t = time.perf_counter()

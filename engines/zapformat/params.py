@@ -5,7 +5,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
-from engines.common.params import Params
+from engines.common.params import FiniteFloat, Params
 
 GrammarKind = Literal["json_schema", "regex", "cfg"]
 VocabName = Literal["qwen2.5-mini", "qwen2.5", "cl100k", "llama3", "smollm2"]
@@ -37,7 +37,7 @@ class GenerateParams(Params):
     prompt: str = Field("Describe a person as JSON.", min_length=1, max_length=2000)
     samples: int = Field(4, ge=1, le=64, description="prompts sampled, each constrained and unconstrained")
     max_new_tokens: int = Field(96, ge=8, le=512)
-    temperature: float = Field(0.7, ge=0.0, le=2.0)
+    temperature: FiniteFloat = Field(0.7, ge=0.0, le=2.0)
     seed: int = Field(0, ge=0, le=2**31 - 1)
     vary_prompt: bool = Field(True, description="add a different subject to each sample's prompt")
 

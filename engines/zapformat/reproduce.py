@@ -7,7 +7,7 @@ import time
 
 import numpy as np
 
-from engines.common.results import RESULTS_DIR, ClaimRow, Report
+from engines.common.results import RESULTS_DIR, ClaimRow, Report, code_version
 
 from .bench import run_isolated
 from .encoders import load_encoder
@@ -53,9 +53,10 @@ def claim_equivalence(rep: Report, enc) -> None:
               f"{total - mism}/{total} steps identical ({100 * (total - mism) / max(total, 1):.2f}%)", mism == 0 and total > 0)
 
 
-def _passes(engine, seqs):
+def _passes(engine, passes):
+    """Mean mask ms and cache hit rate of each pass in order, through one engine (caches survive reset())."""
     out = []
-    for _ in range(2):
+    for seqs in passes:
         engine.hits = engine.misses = 0
         times = []
         for seq in seqs:
@@ -69,32 +70,50 @@ def _passes(engine, seqs):
     return out
 
 
-def claim_cache(rep: Report, enc) -> None:
-    w = WORKLOADS["arith"]
-    seqs = [enc.encode(t) for t in w.instances(5, seed=11)]
-    on = _passes(ConstrainedEngine.build(w.grammar, enc.vocab, EngineConfig(cache=True)), seqs)
-    off = _passes(ConstrainedEngine.build(w.grammar, enc.vocab, EngineConfig(cache=False)), seqs)
-    ratio = off[1][0] / on[1][0]
-    # kbnf, same protocol, for the spec's anchor (0.156 -> 0.004 ms)
-    kb = {}
-    for cache in (True, False):
-        s = ADAPTERS["kbnf"](w, enc.vocab, {"encode": enc.encode, "kbnf_cache": cache})
+def _kbnf_passes(w, enc, cache: bool, passes) -> list[float]:
+    s = ADAPTERS["kbnf"](w, enc.vocab, {"encode": enc.encode, "kbnf_cache": cache})
+    out = []
+    for seqs in passes:
         ts = []
-        for p in range(2):
-            ts = []
-            for seq in seqs:
-                s.reset()
-                for tok in seq:
-                    t = time.perf_counter()
-                    s.mask()
-                    ts.append(time.perf_counter() - t)
-                    s.accept(tok)
-        kb[cache] = float(np.mean(ts)) * 1e3
-    rep.claim("2. State cache, arithmetic CFG, warm pass: cache on vs off ≥ 5× faster, hit rate ≥ 90%",
-              "kbnf 0.156 → 0.004 ms (≈ 39×); ours ≥ 5×",
-              f"ours {off[1][0]:.3f} → {on[1][0]:.4f} ms ({ratio:.0f}×), hit rate {100 * on[1][1]:.0f}%; "
-              f"kbnf here {kb[False]:.4f} → {kb[True]:.4f} ms ({kb[False] / kb[True]:.1f}×)",
-              ratio >= 5 and on[1][1] >= 0.9)
+        for seq in seqs:
+            s.reset()
+            for tok in seq:
+                t = time.perf_counter()
+                s.mask()
+                ts.append(time.perf_counter() - t)
+                s.accept(tok)
+        out.append(float(np.mean(ts)) * 1e3)
+    return out
+
+
+def claim_cache(rep: Report, enc) -> None:
+    """Warm = held-out instances (new text) through an engine warmed on 5 others; the spec's and the README's
+    anchor (a second pass over the same 5 targets, a replay served from the cache) is reported beside it."""
+    w = WORKLOADS["arith"]
+    warm_texts = w.instances(5, seed=11)
+    held = [t for t in w.instances(15, seed=12) if t not in set(warm_texts)][:5]
+    A, B = [enc.encode(t) for t in warm_texts], [enc.encode(t) for t in held]
+    passes = [A, B, A]  # warm-up, held-out (the claim), replay (the anchor's protocol)
+    on = _passes(ConstrainedEngine.build(w.grammar, enc.vocab, EngineConfig(cache=True)), passes)
+    off = _passes(ConstrainedEngine.build(w.grammar, enc.vocab, EngineConfig(cache=False)), passes)
+    kb_on, kb_off = _kbnf_passes(w, enc, True, passes), _kbnf_passes(w, enc, False, passes)
+    ratio, kb_ratio = off[1][0] / on[1][0], kb_off[1] / kb_on[1]
+    rep.claim("2. State cache, arithmetic CFG, warm engine on 5 held-out instances (after warming on 5 others): "
+              "cache on vs off ≥ 5× faster for ours with hit rate ≥ 90%, and ≥ 10× for kbnf",
+              "kbnf 0.156 → 0.004 ms (≈ 39×, 2nd pass over the same targets); spec: kbnf ≥ 10×, ours ≥ 5×",
+              f"ours {off[1][0]:.3f} → {on[1][0]:.4f} ms ({ratio:.1f}×), hit rate {100 * on[1][1]:.0f}%; "
+              f"kbnf {kb_off[1]:.4f} → {kb_on[1]:.4f} ms ({kb_ratio:.1f}×)",
+              ratio >= 5 and on[1][1] >= 0.9 and kb_ratio >= 10)
+    rep.reported("2 (replay, the README's protocol): second pass over the same 5 instances, served from the cache",
+                 "kbnf 0.156 → 0.004 ms (≈ 39×)",
+                 f"ours {off[2][0]:.3f} → {on[2][0]:.4f} ms ({off[2][0] / on[2][0]:.0f}×), hit rate "
+                 f"{100 * on[2][1]:.0f}%; kbnf {kb_off[2]:.4f} → {kb_on[2]:.4f} ms ({kb_off[2] / kb_on[2]:.1f}×)")
+    # Spec claim 2's last part: pruning makes the cache hit more often (same held-out protocol)
+    nc = _passes(ConstrainedEngine.build(w.grammar, enc.vocab, EngineConfig(cache=True, compaction=False)), passes)
+    rep.claim("3b. With pruning the state cache hits strictly more often (arithmetic CFG, held-out pass)",
+              "pruning makes semantically equal states identical (spec claim 2: hit rate strictly higher)",
+              f"hit rate {100 * on[1][1]:.1f}% with pruning vs {100 * nc[1][1]:.1f}% without",
+              on[1][1] > nc[1][1])
 
 
 def claim_pruning(rep: Report) -> None:
@@ -156,13 +175,44 @@ def claim_peers(rep: Report) -> None:
         if ours and lm and ours.get("cold_mean_ms") and lm.get("cold_mean_ms"):
             cold_ok.append(ours["cold_mean_ms"] < lm["cold_mean_ms"])
             detail.append(f"{w.name} {ours['cold_mean_ms']:.2f} vs {lm['cold_mean_ms']:.2f}")
-    rep.claim("5a. Warm mean mask time ≤ 2× kbnf's on every JSON workload (ratio reported either way)",
+    rep.claim("5a. Warm mean mask time (held-out instances) ≤ 2× kbnf's on every JSON workload (project threshold: "
+              "the spec has no ours-vs-kbnf timing claim; Formatron's README goal is parity or better)",
               "performance goal (Formatron: up to 2× faster than SOTA)",
               "ours/kbnf warm = " + ", ".join(f"{x:.1f}×" for x in warm_ratios),
               bool(warm_ratios) and max(warm_ratios) <= 2)
-    rep.claim("5b. Cold mean mask time below lm-format-enforcer's on every JSON workload",
+    warm_lm, warm_kb_lm, wdetail = [], [], []
+    for w in JSON_WORKLOADS:
+        ours, kb, lm = by.get(("zapformat", w.name)), by.get(("kbnf", w.name)), by.get(("lm-format-enforcer", w.name))
+        if ours and lm and ours.get("warm_mean_ms") and lm.get("warm_mean_ms"):
+            warm_lm.append(ours["warm_mean_ms"] <= lm["warm_mean_ms"])
+            wdetail.append(f"{w.name} {ours['warm_mean_ms']:.3f} vs {lm['warm_mean_ms']:.2f}"
+                           + (f" (kbnf {kb['warm_mean_ms']:.3f})" if kb and kb.get("warm_mean_ms") else ""))
+            if kb and kb.get("warm_mean_ms"):
+                warm_kb_lm.append(kb["warm_mean_ms"] < lm["warm_mean_ms"])
+    rep.claim("5b. Warm mean mask time (held-out instances) ≤ lm-format-enforcer's on every JSON workload, ours and "
+              "kbnf's (spec claim 4 and acceptance 5)", "README: Formatron 3-30× below lm-format-enforcer",
+              "ours vs LMFE (ms): " + "; ".join(wdetail),
+              bool(warm_lm) and all(warm_lm) and len(warm_kb_lm) == len(warm_lm) and all(warm_kb_lm))
+    rep.claim("5c. Cold mean mask time below lm-format-enforcer's on every JSON workload (project check)",
               "README: Formatron 3-30× below lm-format-enforcer", "ours vs LMFE (ms): " + "; ".join(detail),
               bool(cold_ok) and all(cold_ok))
+    peers = [e for e in engines if e != "zapformat"]
+    cold = ["| workload | ZapFormat (ours) | " + " | ".join(LABELS.get(e, e) for e in peers) + " |",
+            "|---" * (len(peers) + 2) + "|"]
+    for w in workloads:
+        o = by.get(("zapformat", w))
+        cells = []
+        for e in ["zapformat"] + peers:
+            r = by.get((e, w))
+            if not r or r.get("status") != "ok" or r.get("cold_mean_ms") is None:
+                cells.append("—" if not r else (r.get("status") or "—")[:28])
+                continue
+            rel = "" if e == "zapformat" or not o or not o.get("cold_mean_ms") else \
+                f" ({r['cold_mean_ms'] / o['cold_mean_ms']:.2g}× ours)"
+            cells.append(f"{r['cold_mean_ms']:.3f}{rel}")
+        cold.append(f"| {w} | " + " | ".join(cells) + " |")
+    rep.section("## Cold per-token mask time, every engine (mean ms, first pass through a fresh engine)\n\n"
+                + "\n".join(cold))
     table = ["| engine | workload | status | compile s | cold mean ms | cold p99 ms | warm mean ms | warm p99 ms | RSS MB |",
              "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
@@ -187,10 +237,15 @@ def main():
     steps = [("equivalence", lambda: claim_equivalence(rep, enc)), ("cache", lambda: claim_cache(rep, enc)),
              ("pruning", lambda: claim_pruning(rep)), ("generation", lambda: claim_generation(rep)),
              ("peers", lambda: claim_peers(rep))]
-    # ZAPFORMAT_ONLY=peers,... re-measures some claims and keeps the stored rows of the others.
+    # ZAPFORMAT_ONLY=peers,... re-measures some claims and keeps the stored rows of the others, but only rows
+    # measured by the same code (the stored rows are keyed by a hash of engines/zapformat and the report code).
     only = os.environ.get("ZAPFORMAT_ONLY")
     store_path = RESULTS_DIR / "zapformat_claims.json"
+    version = code_version("engines.zapformat", "engines.common.results")
     stored = json.loads(store_path.read_text()) if store_path.exists() else {}
+    if stored.get("_code_version") != version:
+        stored = {}
+    stored["_code_version"] = version
     for name, fn in steps:
         if only and name not in only.split(",") and name in stored:
             rep.rows.extend(ClaimRow(**r) for r in stored[name]["rows"])

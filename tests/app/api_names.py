@@ -45,5 +45,5 @@ API_NAMES: dict[str, set[str]] = {
     "object_audio": {"object_audio_scene", "object_audio_upload", "object_audio_generate", "object_audio_clear",
                      "object_audio_train", "object_audio_benchmark", "object_audio_stop"},
 
-    "rose": set(),
+    "rose": {"rose_forecast", "rose_mask", "rose_pretrain", "rose_ablation", "rose_stop"},
 }

@@ -106,21 +106,33 @@ def read_meta(name: str, config: ZooConfig | dict | None = None) -> dict | None:
 
 def status() -> list[dict[str, Any]]:
     """One row per entry for the profile's configuration: name, description, built, path, training metrics."""
+    from engines.common import release
+
     rows = []
     for name, e in ENTRIES.items():
         src = external_source(name)
         meta = read_meta(name)
+        d = model_dir(name)
+        shipped = release.manifest("zoo", f"{name}/{d.name}")
+        installed = release.installed_from(d) if meta is not None else None
+        if shipped is not None or installed is not None:
+            state = f"release v{(installed or {}).get('release') or shipped['release']} (shipped)"
+        else:
+            state = "built locally" if meta is not None else "not built"
+        metrics = (shipped or {}).get("metrics") or (meta or {}).get("metrics", {})
+        record = (shipped or {}).get("record") or meta or {}
         rows.append({
             "name": name,
             "description": e.description,
             "built": meta is not None,
+            "state": state,
             "source": src or "tiny (in-project)",
-            "path": str(model_dir(name)),
-            "metrics": (meta or {}).get("metrics", {}),
-            "train_seconds": (meta or {}).get("train_seconds"),
+            "path": str(d),
+            "metrics": metrics,
+            "train_seconds": record.get("train_seconds"),
         })
     here = Path(__file__).parent
     for name, desc in EXTERNAL.items():
         if (here / f"{name}.py").exists():
-            rows.append({"name": name, "description": desc, "built": None, "source": "package", "path": "", "metrics": {}, "train_seconds": None})
+            rows.append({"name": name, "description": desc, "built": None, "state": "package", "source": "package", "path": "", "metrics": {}, "train_seconds": None})
     return rows

@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as F
 
 from .configs import ClipConfig
-from .tensors import lr_at, random_translate, set_lr, to_tensor01
+from .tensors import Curve, lr_at, random_translate, set_lr, to_tensor01
 from .tokenizer import clip_tokenizer
 
 CLIP_MEAN = (0.48145466, 0.4578275, 0.40821073)
@@ -231,7 +231,11 @@ def train(cfg: ClipConfig, out_dir: Path, progress) -> dict:
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay, betas=(0.9, 0.98), eps=1e-6)
     model.train()
     losses = []
+    curve = Curve(cfg.steps, "held-out zero-shot accuracy (minicanvas object / style, 200 images)")
     for step in range(cfg.steps):
+        if curve.due(step):
+            curve.add(step, losses, _quick_eval(zc))
+            model.train()
         set_lr(opt, lr_at(step, cfg.steps, cfg.lr, warmup=min(100, cfg.steps // 10 + 1)))
         xb, cb, lb = [], [], []
         for im, ti, la, k in zip(images, tids, labs, counts):
@@ -271,13 +275,25 @@ def train(cfg: ClipConfig, out_dir: Path, progress) -> dict:
         if step % 20 == 0 or step == cfg.steps - 1:
             progress(0.95 * (step + 1) / cfg.steps, f"tiny CLIP step {step + 1}/{cfg.steps}, loss {np.mean(losses[-20:]):.3f}")
     model.eval()
+    curve.add(cfg.steps, losses, _quick_eval(zc))
     model.save_pretrained(out_dir)  # config.json + model.safetensors
     tok.save_pretrained(out_dir)
     progress(0.96, "evaluating zero-shot accuracy")
     with torch.no_grad():
         metrics = evaluate(zc, n=200 if cfg.steps < 50 else 1000)
     metrics["final_loss"] = float(np.mean(losses[-50:]))
-    return metrics
+    return {**metrics, "curve": curve.data}
+
+
+def _quick_eval(zc: ZooClip) -> dict[str, float]:
+    """The validation point of the training curve: zero-shot accuracy on 200 held-out minicanvas images."""
+    from engines.common import data
+
+    zc.model.eval()
+    mc = data.minicanvas(200, seed=10_500)
+    with torch.no_grad():
+        return {k: float((zc.zero_shot(mc.images, minicanvas_prompts(k)).argmax(1) == mc.labels[k]).mean())
+                for k in ("object", "style")}
 
 
 def load(d: Path, cfg: ClipConfig | None = None, device: str = "cpu") -> ZooClip:

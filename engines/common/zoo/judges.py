@@ -14,7 +14,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from .configs import JudgeConfig
-from .tensors import lr_at, random_blur, random_translate, set_lr, to_tensor01
+from .tensors import Curve, lr_at, random_blur, random_translate, set_lr, to_tensor01
 
 
 def _block(cin: int, cout: int) -> nn.Sequential:
@@ -72,7 +72,17 @@ def train(cfg: JudgeConfig, out_dir: Path, progress) -> dict:
     opt = torch.optim.AdamW(judge.parameters(), lr=cfg.lr, weight_decay=1e-4)
     judge.train()
     losses = []
+    val = data.minicanvas(200, seed=cfg.seed + 10_500, size=cfg.image_size)
+    curve = Curve(cfg.steps, "held-out accuracy (200 images)")
+
+    def val_acc() -> dict[str, float]:
+        out = {"accuracy": float((judge.predict(val.images) == val.labels[cfg.target]).mean())}
+        judge.train()
+        return out
+
     for step in range(cfg.steps):
+        if curve.due(step):
+            curve.add(step, losses, val_acc())
         set_lr(opt, lr_at(step, cfg.steps, cfg.lr, warmup=min(100, cfg.steps // 10 + 1)))
         j = torch.randint(0, len(x_all), (cfg.batch_size,), generator=gen)
         x = to_tensor01(x_all[j].permute(0, 3, 1, 2).float() / 255.0)
@@ -85,11 +95,12 @@ def train(cfg: JudgeConfig, out_dir: Path, progress) -> dict:
         losses.append(float(loss.detach()))
         if step % 20 == 0 or step == cfg.steps - 1:
             progress(0.95 * (step + 1) / cfg.steps, f"{cfg.target} judge step {step + 1}/{cfg.steps}, loss {np.mean(losses[-20:]):.3f}")
+    curve.add(cfg.steps, losses, val_acc())
     judge.eval()
     test = data.minicanvas(1000 if cfg.steps >= 50 else 200, seed=cfg.seed + 10_300, size=cfg.image_size)
     acc = float((judge.predict(test.images) == test.labels[cfg.target]).mean())
     save(judge, out_dir)
-    return {"test_accuracy": acc, "final_loss": float(np.mean(losses[-50:]))}
+    return {"test_accuracy": acc, "final_loss": float(np.mean(losses[-50:])), "curve": curve.data}
 
 
 def save(judge: Judge, d: Path) -> None:

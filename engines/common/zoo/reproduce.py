@@ -1,11 +1,12 @@
-"""``make reproduce METHOD=zoo``: the shared model zoo's numbers (issue 12) → docs/results/zoo.md.
+"""``make reproduce METHOD=zoo``: the shared model zoo's numbers (issue 16's targets) → docs/results/zoo.md.
 
-Builds whatever is not cached yet (the profile's configurations), then measures on held-out data:
+Builds whatever is not cached yet (the profile's configurations; shipped ones are installed from the
+model release without training), then measures on held-out data:
 the tiny CLIP's zero-shot accuracies and training cost, the judges' test accuracy, the judges'
 accuracy on the autoencoder's reconstructions, the text-to-image model's prompted object / style
 rate on 500 images from held-out prompts, and the sampling time of 25 DDIM steps × 8 images with
-classifier-free guidance. Training times come from the build record (``zoo.json``): wall seconds and
-CPU seconds of all threads; the machine is shared, so the 2-core budget is checked on CPU seconds / 2.
+classifier-free guidance. Training times (reported) come from the build record (``zoo.json``): wall seconds
+and CPU seconds of all threads; training curves (loss and held-out validation) show how convergence was judged.
 """
 from __future__ import annotations
 
@@ -60,11 +61,6 @@ def own_cost(meta: dict, deps: list[dict | None]) -> dict:
             if out.get("train_cpu_seconds") is not None and d.get("train_cpu_seconds") is not None:
                 out["train_cpu_seconds"] = float(out["train_cpu_seconds"]) - float(d["train_cpu_seconds"])
     return out
-
-
-def _within(meta: dict, minutes: float) -> bool:
-    wall, cpu, _ = _cost(meta)
-    return (cpu / 2 if cpu is not None else wall) <= 60 * minutes
 
 
 def held_out_prompts(n: int = N_GENERATED) -> tuple[list[str], np.ndarray, np.ndarray]:
@@ -207,12 +203,14 @@ def main():
     if data.fashion_available():
         fm = data.fashion_mnist("test", n=1000)
         pf = zc.zero_shot(fm.images, [data.fashion_caption(k) for k in range(10)]).argmax(1)
-        fashion = f"; Fashion-MNIST {np.mean(pf == fm.labels['label']):.1%} (no target)"
-    _, _, cost = _cost(metas["clip"])
-    rep.claim("Tiny CLIP trains in ≤ 5 min on 2 cores", "≤ 5 min", cost, _within(metas["clip"], 5))
+        fashion = "measured"
+    fashion_acc = float(np.mean(pf == fm.labels["label"])) if fashion else None
     rep.claim("Tiny CLIP zero-shot accuracy on held-out minicanvas objects ≥ 90%", "≥ 90%", f"{acc['object']:.1%} (1,000 images)", acc["object"] >= 0.90)
-    rep.claim("Tiny CLIP zero-shot accuracy on held-out minicanvas styles ≥ 80%", "≥ 80%", f"{acc['style']:.1%} (1,000 images)", acc["style"] >= 0.80)
-    rep.claim("Tiny CLIP zero-shot accuracy on held-out digits ≥ 85%", "≥ 85%", f"{acc['digits']:.1%} ({len(dg.images)} sklearn test digits){fashion}", acc["digits"] >= 0.85)
+    rep.claim("Tiny CLIP zero-shot accuracy on held-out minicanvas styles ≥ 90%", "≥ 90%", f"{acc['style']:.1%} (1,000 images)", acc["style"] >= 0.90)
+    rep.claim("Tiny CLIP zero-shot accuracy on held-out digits ≥ 95%", "≥ 95%", f"{acc['digits']:.1%} ({len(dg.images)} sklearn test digits)", acc["digits"] >= 0.95)
+    rep.claim("Tiny CLIP zero-shot accuracy on held-out Fashion-MNIST ≥ 75%", "≥ 75%",
+              f"{fashion_acc:.1%} (1,000 test images)" if fashion else "not measured: dataset-fashion-mnist not installed",
+              fashion_acc is not None and fashion_acc >= 0.75)
     rep.figure(confusion_figure(conf), "clip_zero_shot", "Tiny CLIP zero-shot confusion matrices on held-out images (rows: true class)")
 
     # --- judges
@@ -227,28 +225,28 @@ def main():
     rec = zvae.reconstruct(vae, test.images)
     ra = {t: float((j.predict(rec) == test.labels[t]).mean()) for t, j in judges.items()}
     mae = float(np.abs(rec.astype(float) - test.images.astype(float)).mean() / 255)
-    rep.claim("The autoencoder's reconstructions keep the judges' object and style accuracy ≥ 95%", "≥ 95% each",
-              f"object {ra['object']:.1%}, style {ra['style']:.1%} (pixel MAE {mae:.3f})", min(ra.values()) >= 0.95)
+    rep.claim("The autoencoder's reconstructions keep the judges' object and style accuracy ≥ 97%", "≥ 97% each",
+              f"object {ra['object']:.1%}, style {ra['style']:.1%} (pixel MAE {mae:.3f})", min(ra.values()) >= 0.97)
 
     # --- text-to-image
     if "t2i" in missing:
-        for claim, paper in [("The text-to-image model trains in ≤ 20 min on 2 cores", "≤ 20 min"),
-                             (f"Judges find the prompted object on {N_GENERATED} images from held-out prompts ≥ 80%", "≥ 80%"),
-                             (f"Judges find the prompted style on {N_GENERATED} images from held-out prompts ≥ 70%", "≥ 70%"),
+        for claim, paper in [(f"Judges find the prompted object on {N_GENERATED} images from held-out prompts ≥ 97%", "≥ 97%"),
+                             (f"Judges find the prompted style on {N_GENERATED} images from held-out prompts ≥ 90%", "≥ 90%"),
+                             ("Every style is judged right on ≥ 75% of its held-out-prompt images", "≥ 75% each"),
                              ("25 DDIM steps × 8 images with guidance (VAE decoding included) take ≤ 1.5 s on 2 cores", "≤ 1.5 s")]:
             rep.claim(claim, paper, "not measured: the model was not built in this run", False)
         return _finish(rep, metas)
     pipe = store.load("t2i")
-    unet_only = own_cost(metas["t2i"], [metas.get("clip"), metas.get("vae")])
-    _, _, cost = _cost(unet_only)
-    rep.claim("The text-to-image model trains in ≤ 20 min on 2 cores", "≤ 20 min",
-              cost + " (UNet only: CLIP and VAE builds triggered by it are subtracted)", _within(unet_only, 20))
     _say(f"generating {N_GENERATED} images from held-out prompts")
     imgs, prompts, objs, styles = generate_held_out(pipe)
     po, ps = judges["object"].predict(imgs), judges["style"].predict(imgs)
     ao, as_ = float((po == objs).mean()), float((ps == styles).mean())
-    rep.claim(f"Judges find the prompted object on {N_GENERATED} images from held-out prompts ≥ 80%", "≥ 80%", f"{ao:.1%}", ao >= 0.80)
-    rep.claim(f"Judges find the prompted style on {N_GENERATED} images from held-out prompts ≥ 70%", "≥ 70%", f"{as_:.1%}", as_ >= 0.70)
+    per_style = {data.STYLES[s]: float((ps[styles == s] == s).mean()) for s in np.unique(styles)}
+    worst = min(per_style, key=per_style.get)
+    rep.claim(f"Judges find the prompted object on {N_GENERATED} images from held-out prompts ≥ 97%", "≥ 97%", f"{ao:.1%}", ao >= 0.97)
+    rep.claim(f"Judges find the prompted style on {N_GENERATED} images from held-out prompts ≥ 90%", "≥ 90%", f"{as_:.1%}", as_ >= 0.90)
+    rep.claim("Every style is judged right on ≥ 75% of its held-out-prompt images", "≥ 75% each",
+              f"worst: {worst} {per_style[worst]:.0%} (table below)", min(per_style.values()) >= 0.75)
     wall, cpu = sampling_time(pipe)
     rep.claim("25 DDIM steps × 8 images with guidance (VAE decoding included) take ≤ 1.5 s on 2 cores", "≤ 1.5 s",
               f"{wall:.2f} s best wall of 5 (2 threads), {cpu:.2f} CPU-s per batch", wall <= 1.5 or cpu <= 3.0)
@@ -256,7 +254,6 @@ def main():
     rep.figure(samples_figure(imgs, prompts, po == objs, ps == styles, per_prompt=6, n_prompts=n_rows), "t2i_samples",
                f"Samples for {n_rows} held-out prompts (6 seeds each) with the judges' verdicts")
 
-    per_style = {data.STYLES[s]: float((ps[styles == s] == s).mean()) for s in np.unique(styles)}
     per_obj = {data.OBJECTS[o]: float((po[objs == o] == o).mean()) for o in np.unique(objs)}
     rep.section(
         "## Per class on generated images\n\n"
@@ -267,17 +264,60 @@ def main():
 
 
 def _finish(rep: Report, metas: dict):
-    cfg_lines = []
+    from engines.common import release
+
+    fig = curves_figure(metas)
+    if fig is not None:
+        rep.figure(fig, "training_curves", "Training loss (grey) and the held-out validation point every 5% of the steps "
+                   "(colour) per model: how convergence was judged")
+    rows = []
     for name, meta in metas.items():
-        if meta:
-            cfg_lines.append(f"| `{name}` | `{meta['hash']}` | v{meta['version']} | {_cost(meta)[2]} | "
-                             + ", ".join(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}" for k, v in meta.get("metrics", {}).items()) + " |")
+        if not meta:
+            rows.append(f"| `{name}` | not built | | | |")
+            continue
+        if name == "t2i":
+            meta = own_cost(meta, [metas.get("clip"), metas.get("vae")])
+        d = catalog.model_dir(name)
+        shipped = release.manifest("zoo", f"{name}/{d.name}")
+        state = "built locally"
+        if shipped:
+            stored = {f.get("stored", "float32") for rel, f in shipped["files"].items() if rel.endswith(".safetensors")}
+            state = f"release v{shipped['release']} ({'/'.join(sorted(stored))})"
+        rows.append(f"| `{name}` | {state} | `{meta['hash']}` v{meta['version']} | {_cost(meta)[2]}, {meta.get('threads')} threads | "
+                    + ", ".join(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}" for k, v in meta.get("metrics", {}).items()) + " |")
+    rel = release.read_release()
     rep.section(
-        "## Builds measured\n\nTraining costs are from each model's build record (`zoo.json`): wall time on the shared "
-        "2-core machine (inflated by other jobs) and CPU seconds of all threads; the ≤ N-minute claims use CPU seconds / 2.\n\n"
-        "| model | cache key | code | training cost | metrics at build |\n|---|---|---|---|---|\n" + "\n".join(cfg_lines)
+        "## Models measured\n\n"
+        f"Model release v{rel.get('version', 0)}: {rel.get('bytes', 0) / 1e6:.1f} MB in `release/` "
+        f"({len(rel.get('artifacts', {}))} artifacts, see `release/RELEASE.json`). Training costs are from each model's build "
+        "record: wall time on the shared 2-core machine (inflated by other jobs) and CPU seconds of all threads "
+        "(the text-to-image row excludes the CLIP / VAE builds it triggered).\n\n"
+        "| model | source | cache key | training cost | metrics at build |\n|---|---|---|---|---|\n" + "\n".join(rows)
     )
     return rep.write()
+
+
+def curves_figure(metas: dict):
+    """One panel per model with a recorded curve: training loss and the held-out validation metric(s)."""
+    from matplotlib.figure import Figure
+
+    have = [(n, m["curve"]) for n, m in metas.items() if m and m.get("curve") and m["curve"].get("step")]
+    if not have:
+        return None
+    fig = Figure(figsize=(4.2 * len(have), 3.4))
+    for i, (name, c) in enumerate(have):
+        ax = fig.add_subplot(1, len(have), i + 1)
+        ax.plot(c["step"], c["train_loss"], color="0.55", label="training loss")
+        ax.set_xlabel("step")
+        ax.set_ylabel("training loss")
+        ax.set_title(name, fontsize=9)
+        ax2 = ax.twinx()
+        for k in c["val"][0]:
+            ax2.plot(c["step"], [v[k] for v in c["val"]], marker=".", label=f"held-out {k}")
+        ax2.set_ylabel(c["val_name"].split("(")[0].strip(), fontsize=7)
+        ax2.legend(fontsize=6, loc="center right")
+    fig.tight_layout()
+    return fig
 
 
 if __name__ == "__main__":

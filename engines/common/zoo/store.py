@@ -86,6 +86,8 @@ def build(name: str, config: ZooConfig | dict | None = None, ctx: Any = None, fo
     with _lock(d.parent / f"{h}.lock", progress, name):
         if (d / "zoo.json").exists() and not force:
             return d
+        if not force and _install_release(name, h, d, progress):
+            return d
         tmp = d.parent / f"{h}.tmp-{os.getpid()}"
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir(parents=True)
@@ -93,13 +95,15 @@ def build(name: str, config: ZooConfig | dict | None = None, ctx: Any = None, fo
             mod = importlib.import_module(f"engines.common.zoo.{e.module}")
             progress(0.0, f"training zoo model {name}")
             t0, c0 = time.perf_counter(), time.process_time()
-            metrics = mod.train(cfg, tmp, progress) or {}
+            metrics = dict(mod.train(cfg, tmp, progress) or {})
+            curve = metrics.pop("curve", None)  # the training / validation curve goes beside the metrics
             meta = {
                 "name": name, "hash": h, "version": e.version, "config": cfg.model_dump(mode="json"),
                 "train_seconds": round(time.perf_counter() - t0, 1), "metrics": metrics,
                 # CPU seconds of all threads: on a shared machine wall time overstates the cost.
                 "train_cpu_seconds": round(time.process_time() - c0, 1), "threads": _threads(),
-                "built_at": time.strftime("%Y-%m-%d %H:%M:%S"),
+                "built_at": time.strftime("%Y-%m-%d %H:%M:%S"), "code": _code_version(),
+                **({"curve": curve} if curve else {}),
             }
             (tmp / "zoo.json").write_text(json.dumps(meta, indent=1))
             if d.exists():
@@ -111,11 +115,28 @@ def build(name: str, config: ZooConfig | dict | None = None, ctx: Any = None, fo
     return d
 
 
+def _install_release(name: str, h: str, d: Path, progress: Progress) -> bool:
+    """The shipped weights of this exact configuration (``release/zoo/<name>/<hash>``), verified, no training."""
+    from engines.common import release
+
+    m = release.install("zoo", f"{name}/{h}", d, progress)
+    if m is None:
+        return False
+    progress(1.0, f"zoo model {name} installed from release v{m['release']}")
+    return True
+
+
 def _threads() -> int | None:
     import sys
 
     torch = sys.modules.get("torch")
     return torch.get_num_threads() if torch is not None else None
+
+
+def _code_version() -> str:
+    from engines.common.release import code_version
+
+    return code_version()
 
 
 _SHARED: dict[tuple, Any] = {}

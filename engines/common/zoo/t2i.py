@@ -16,7 +16,7 @@ import torch
 import torch.nn.functional as F
 
 from .configs import T2IConfig, UNetConfig
-from .tensors import lr_at, set_lr
+from .tensors import Curve, lr_at, set_lr
 
 # Stable Diffusion v1's noise schedule.
 SD_SCHEDULE = dict(beta_start=0.00085, beta_end=0.012, beta_schedule="scaled_linear", prediction_type="epsilon")
@@ -113,7 +113,11 @@ def train(cfg: T2IConfig, out_dir: Path, progress) -> dict:
     opt = torch.optim.AdamW(unet.parameters(), lr=cfg.lr, weight_decay=1e-2)
     unet.train()
     losses = []
+    curve = Curve(cfg.steps, "held-out denoising loss (EMA weights; 256 images of never-trained prompt combinations)")
+    val_loss = _val_loss_fn(cfg, zc, vae, acp)
     for step in range(cfg.steps):
+        if curve.due(step):
+            curve.add(step, losses, {"loss": val_loss(ema)})
         set_lr(opt, lr_at(step, cfg.steps, cfg.lr, warmup=min(200, cfg.steps // 10 + 1)))
         j = torch.randint(0, len(mean), (cfg.batch_size,), generator=gen)
         z0 = (mean[j] + std[j] * torch.randn(mean[j].shape, generator=gen)) * sf
@@ -135,12 +139,36 @@ def train(cfg: T2IConfig, out_dir: Path, progress) -> dict:
         losses.append(float(loss.detach()))
         if step % 20 == 0 or step == cfg.steps - 1:
             progress(0.4 + 0.55 * (step + 1) / cfg.steps, f"diffusion step {step + 1}/{cfg.steps}, loss {np.mean(losses[-50:]):.4f}")
+    curve.add(cfg.steps, losses, {"loss": val_loss(ema)})
     pipe = assemble(vae, text_encoder_from_clip(zc.model), zc.tokenizer, ema, ddim)
     pipe.save_pretrained(out_dir, safe_serialization=True)
     return {
         "final_loss": float(np.mean(losses[-100:])), "unet_parameters": int(sum(p.numel() for p in unet.parameters())),
-        "sample_steps": cfg.sample_steps, "guidance_scale": cfg.guidance_scale,
+        "sample_steps": cfg.sample_steps, "guidance_scale": cfg.guidance_scale, "curve": curve.data,
     }
+
+
+def _val_loss_fn(cfg: T2IConfig, zc, vae, acp):
+    """ε-prediction MSE on held-out prompt combinations with fixed noise and timesteps (own generator:
+    the training draws are untouched)."""
+    from engines.common import data
+
+    g = torch.Generator().manual_seed(cfg.seed + 10_500)
+    n = min(256, cfg.n_images)
+    ds = data.minicanvas(n, seed=cfg.seed + 10_400, size=cfg.vae.image_size, held_out="only")
+    mean, _ = _encode_latents(vae, ds.images)
+    with torch.no_grad():
+        states = zc.text_states(list(ds.captions))
+    z0 = mean * vae.config.scaling_factor
+    t = torch.randint(0, cfg.train_timesteps, (n,), generator=g)
+    eps = torch.randn(z0.shape, generator=g)
+    x = acp[t].sqrt()[:, None, None, None] * z0 + (1 - acp[t]).sqrt()[:, None, None, None] * eps
+
+    @torch.no_grad()
+    def loss(model) -> float:
+        return float(F.mse_loss(model(x, t, states).sample, eps))
+
+    return loss
 
 
 def _quiet() -> None:

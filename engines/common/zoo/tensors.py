@@ -67,3 +67,20 @@ def lr_at(step: int, total: int, base: float, warmup: int = 100) -> float:
 def set_lr(opt: torch.optim.Optimizer, lr: float) -> None:
     for g in opt.param_groups:
         g["lr"] = lr
+
+
+class Curve:
+    """A training curve: mean training loss and a held-out validation point about every 5% of the steps
+    (how convergence is judged; kept in the build record and the release manifest)."""
+
+    def __init__(self, steps: int, val_name: str, points: int = 20):
+        self.every = max(1, steps // points) if steps >= 100 else steps + 1  # micro models: the final point only
+        self.data = {"val_name": val_name, "step": [], "train_loss": [], "val": []}
+
+    def due(self, step: int) -> bool:
+        return step > 0 and step % self.every == 0
+
+    def add(self, step: int, losses: list[float], val: dict[str, float]) -> None:
+        self.data["step"].append(int(step))
+        self.data["train_loss"].append(float(np.mean(losses[-self.every:])) if losses else float("nan"))
+        self.data["val"].append({k: round(float(v), 5) for k, v in val.items()})

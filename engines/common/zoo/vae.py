@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 
 from .configs import VaeConfig
-from .tensors import lr_at, set_lr
+from .tensors import Curve, lr_at, set_lr
 
 
 def make_vae(cfg: VaeConfig):
@@ -56,7 +56,19 @@ def train(cfg: VaeConfig, out_dir: Path, progress) -> dict:
     opt = torch.optim.AdamW(vae.parameters(), lr=cfg.lr, weight_decay=0.0)
     vae.train()
     losses = []
+    val = images_to_model(data.minicanvas(128, seed=cfg.seed + 10_500, size=cfg.image_size).images)
+    curve = Curve(cfg.steps, "held-out L1 (128 images, posterior mean)")
+
+    def val_l1() -> dict[str, float]:
+        vae.eval()
+        with torch.no_grad():
+            out = {"l1": float(F.l1_loss(vae.decode(vae.encode(val).latent_dist.mode()).sample, val))}
+        vae.train()
+        return out
+
     for step in range(cfg.steps):
+        if curve.due(step):
+            curve.add(step, losses, val_l1())
         set_lr(opt, lr_at(step, cfg.steps, cfg.lr, warmup=min(100, cfg.steps // 10 + 1)))
         x = images_to_model(imgs[torch.randint(0, len(imgs), (cfg.batch_size,), generator=gen)])
         post = vae.encode(x).latent_dist
@@ -70,6 +82,7 @@ def train(cfg: VaeConfig, out_dir: Path, progress) -> dict:
         losses.append(float(rec.detach()))
         if step % 20 == 0 or step == cfg.steps - 1:
             progress(0.95 * (step + 1) / cfg.steps, f"autoencoder step {step + 1}/{cfg.steps}, L1 {np.mean(losses[-20:]):.4f}")
+    curve.add(cfg.steps, losses, val_l1())
     vae.eval()
     with torch.no_grad():
         test = data.minicanvas(256, seed=cfg.seed + 10_200, size=cfg.image_size).images
@@ -79,7 +92,7 @@ def train(cfg: VaeConfig, out_dir: Path, progress) -> dict:
         mae = float(np.abs(rec.astype(float) - test.astype(float)).mean() / 255)
     vae.register_to_config(scaling_factor=1.0 / max(std, 1e-6))
     vae.save_pretrained(out_dir)  # config.json + diffusion_pytorch_model.safetensors
-    return {"test_mae": mae, "latent_std": std, "final_l1": float(np.mean(losses[-50:]))}
+    return {"test_mae": mae, "latent_std": std, "final_l1": float(np.mean(losses[-50:])), "curve": curve.data}
 
 
 def load(d: Path, cfg: VaeConfig | None = None, device: str = "cpu"):

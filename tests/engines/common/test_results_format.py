@@ -131,3 +131,11 @@ def test_landing_badges_count_claims_only(monkeypatch):
     html = landing.landing_html()
     assert "2 of 5 claims reproduced" in html
     assert " PASS</span>" not in html
+
+
+def test_pre_audit_pages_are_marked_on_the_landing_page(monkeypatch):
+    from app import landing
+
+    monkeypatch.setattr(landing, "claim_status", lambda mid: (1, 2))
+    monkeypatch.setattr(landing, "is_pre_audit", lambda mid: True)
+    assert "1 of 2 claims reproduced (pre-audit)" in landing.landing_html()

@@ -1,0 +1,105 @@
+"""The shipped pre-trained model: ``python -m engines.rose.release`` rebuilds engines/rose/release/rose_tiny.*.
+
+One command, fixed seed: pre-train the tiny ROSE (≈ 0.3M parameters) on the synthetic multi-domain corpus plus
+the bundled real series that are not held out, measure the register's usage (perplexity, NMI with the generator
+family), write safetensors + a JSON manifest (config, recipe, loss curve, sha256), then the tab's worked
+example (``example.json``), computed with the released weights.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+import numpy as np
+import torch
+
+from engines.common.threads import torch_threads
+
+from . import data, training
+from .checkpoint import DEFAULT_RELEASE, RELEASE_DIR, load_release, save_release
+from .model import ROSE
+
+RECIPE = {"size": "tiny", "steps": 1200, "batch_size": 48, "lr": 2e-3, "n_series": 6000, "seed": 0,
+          "mask_mode": "freq_multi", "register": True}
+EXAMPLE = {"series": "airline", "horizon": 24, "few_shot": True}
+
+
+@torch.no_grad()
+def register_usage(model: ROSE, n_per_family: int = 200, seed: int = 123) -> dict:
+    """Code index of fresh synthetic series (unseen seed): usage per family, perplexity, NMI(code; family)."""
+    from sklearn.metrics import normalized_mutual_info_score
+
+    cfg = model.cfg
+    if not model.T:
+        return {}
+    rng = np.random.default_rng(seed)
+    ys, fam = [], []
+    for f in range(len(data.FAMILIES)):
+        for _ in range(n_per_family):
+            ys.append(data.synth_series(f, cfg.context, rng))
+            fam.append(f)
+    _, info = training.predict_many(model, ys, min(cfg.horizons), return_info=True)
+    codes = info["codes"][:, 0]
+    K = cfg.n_embedding
+    counts = np.zeros((len(data.FAMILIES), K), int)
+    np.add.at(counts, (np.array(fam), codes), 1)
+    p = counts.sum(0) / counts.sum()
+    perplexity = float(np.exp(-(p[p > 0] * np.log(p[p > 0])).sum()))
+    return {"perplexity": perplexity, "nmi_family": float(normalized_mutual_info_score(fam, codes)),
+            "codes_used": int((counts.sum(0) > 0).sum()), "usage_by_family": counts.tolist(),
+            "families": list(data.FAMILIES)}
+
+
+_CORPORA: dict = {}
+
+
+def pretrain_from_recipe(recipe: dict, on_progress=None) -> tuple[ROSE, dict]:
+    over = {} if recipe.get("register", recipe.get("with_register", True)) else {"n_embedding": 0}
+    cfg = training.config_for(recipe["size"], mask_mode=recipe["mask_mode"], **over)
+    key = (recipe["n_series"], recipe["size"], recipe["seed"], recipe.get("real", True))
+    if key not in _CORPORA:  # the ablation's variants share one corpus per seed
+        _CORPORA.clear()
+        _CORPORA[key] = training.build_corpus(recipe["n_series"], cfg, recipe["seed"], real=recipe.get("real", True))
+    corpus = _CORPORA[key]
+    t0 = time.perf_counter()
+    model, hist = training.pretrain(cfg, corpus, recipe["steps"], recipe["batch_size"], recipe["lr"],
+                                    recipe["seed"], on_progress=on_progress)
+    record = {"recipe": recipe, "train_seconds": round(time.perf_counter() - t0, 1), "loss_curve": hist,
+              "corpus": {"synthetic_series": len(corpus.synth), "families": list(data.FAMILIES),
+                         "real_series": sorted(corpus.real), "held_out": list(data.HELD_OUT)}}
+    return model, record
+
+
+def build(steps: int | None = None) -> dict:
+    recipe = dict(RECIPE, **({"steps": steps} if steps else {}))
+    with torch_threads(1):
+        model, record = pretrain_from_recipe(recipe, on_progress=lambda f, m: print(f"{f:5.1%} {m}", flush=True))
+        record["register"] = register_usage(model)
+    manifest = save_release(model, DEFAULT_RELEASE, record)
+    print(json.dumps({k: v for k, v in manifest.items() if k not in ("loss_curve",)}, indent=1)[:2000])
+    return manifest
+
+
+def build_example() -> dict:
+    """The tab's worked example, computed from the released weights (so the tab opens on a result)."""
+    from .experiment import forecast
+
+    from .plots import forecast_figure, register_figure
+
+    res = forecast(dict(EXAMPLE)).model_dump(mode="json")
+    (RELEASE_DIR / "example.json").write_text(json.dumps(res))
+    forecast_figure(res).savefig(RELEASE_DIR / "example_forecast.png", dpi=90)
+    register_figure(res).savefig(RELEASE_DIR / "example_register.png", dpi=90)
+    return res
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--steps", type=int, default=None)
+    ap.add_argument("--example-only", action="store_true")
+    a = ap.parse_args()
+    if not a.example_only:
+        build(a.steps)
+    load_release()  # verifies the sha256
+    build_example()
