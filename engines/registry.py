@@ -158,6 +158,20 @@ METHODS: list[MethodSpec] = [
         paper=Paper("Large Language Models to Diffusion Finetuning", "Edoardo Cetin, Tianyu Zhao, Yujin Tang", arxiv="2501.15781", code_url="https://github.com/SakanaAI/L2D"),
         summary="A frozen language model gets a small diffusion path that refines each next token over several ODE steps. Spending more steps buys more accuracy, giving test-time compute scaling without retraining the LM.",
         try_it="Ask an arithmetic question and choose how many diffusion steps each answer token gets; watch the token probabilities settle.",
+        status="available",
+        entries={
+            "solve": Entry("engines.l2d.experiment:solve", "engines.l2d.params:SolveParams"),
+            "benchmark": Entry("engines.l2d.experiment:benchmark", "engines.l2d.params:BenchmarkParams"),
+            "real_model": Entry("engines.l2d.real:real_model", "engines.l2d.params:RealModelParams", queue="gpu"),
+        },
+        claims=(
+            Claim("Preservation: at t = 0 the L2D logits equal the frozen base's (max |Δ| < 1e-5); base weights bit-identical after training", _repro("l2d")),
+            Claim("Test-time scaling: accuracy non-decreasing in steps N (within 1 point, 3 seeds); acc(N = 8) − acc(N = 1, base) ≥ 3 points on 2k held-out problems", _repro("l2d")),
+            Claim("Accuracy vs NFE rises up to N = 8, then saturates (|acc(32) − acc(16)| ≤ 1.5 points)", _repro("l2d")),
+            Claim("Adaptive solvers (dopri5, bosh3): NFE > 0 and falls as the tolerance loosens", _repro("l2d")),
+            Claim("Guidance identities: w = 1 is the conditional model, w = 0 the unconditional one (exact)", _repro("l2d")),
+            Claim("Runtime: base + L2D training < 10 min on 2 CPU cores; one problem at N = 8 < 1 s", _repro("l2d")),
+        ),
     ),
     MethodSpec(
         id="cl_angles",
@@ -188,7 +202,21 @@ METHODS: list[MethodSpec] = [
         title="Out-of-sync recovery of coding agents (SyncMind)",
         paper=Paper("SyncMind: Measuring Agent Out-of-Sync Recovery in Collaborative Software Engineering", "Xuehang Guo et al.", arxiv="2502.06994", code_url="https://github.com/xhguo7/SyncMind"),
         summary="When several agents edit one repository, an agent's picture of the code goes stale. SyncMind builds out-of-sync instances from real histories and measures how well an agent notices, localises and repairs the divergence.",
-        try_it="Build an out-of-sync instance from a repository's history and watch an agent try to recover within a budget.",
+        try_it="Pick an out-of-sync instance built from a repository's history, run an agent turn by turn under a budget (optionally asking a collaborator), then compare agents on success, localisation and collaboration.",
+        status="available",
+        entries={
+            "episode": Entry("engines.syncmind.experiment:episode", "engines.syncmind.params:EpisodeParams"),
+            "batch": Entry("engines.syncmind.experiment:batch", "engines.syncmind.params:BatchParams"),
+            "build": Entry("engines.syncmind.experiment:build", "engines.syncmind.params:BuildParams"),
+        },
+        claims=(
+            Claim("Construction validity: every built instance is fail-to-pass; two builds give identical ids", _repro("syncmind")),
+            Claim("Bounds: gold replay SR = LA_func = 100 %, no-op SR = 0 %", _repro("syncmind")),
+            Claim("Budget rules exact (independent: balance < coding cost; collaborative: < min of costs; turn cap)", _repro("syncmind")),
+            Claim("Sandbox kills runaway test code within the timeout and blocks network access", _repro("syncmind")),
+            Claim("Complexity: heuristic agent LA_func(caller) > LA_func(callee) on the toolz history", _repro("syncmind")),
+            Claim("Collaboration: the oracle collaborator raises the heuristic agent's LA_func by ≥ 10 points", _repro("syncmind")),
+        ),
     ),
     MethodSpec(
         id="poisonedeye",

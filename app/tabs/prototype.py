@@ -17,6 +17,9 @@ METHOD_ID = "prototype"
 STATIC = Path(__file__).resolve().parents[2] / "static" / "prototype"  # default models, pre-built
 EXAMPLES = [
     ["chair", "make the backrest taller and a bit more reclined, keep the seat as is"],
+    ["lamp", "lower the lamp overall by a fifth"],
+    ["mug", "make it shorter but keep the same volume"],
+    ["chair", "round off the seat's corners"],
     ["chair", "make it sturdier"],
     ["stool", "give it three legs and spread the legs out a bit"],
     ["lamp", "make the shade much taller without touching the stem"],
@@ -77,6 +80,15 @@ def _summary(res: dict, history: dict) -> str:
         lines += ["", "**Refused — the model was left unchanged:**"] + [f"- ✋ {r}" for r in res["refused"]]
     if res["warnings"]:
         lines += ["", "**Not understood:**"] + [f"- ❓ {w}" for w in res["warnings"]]
+    ob, oa = res.get("overall_before") or {}, res.get("overall_after") or {}
+    if oa:
+        from engines.prototype.interface import fmt_value
+
+        unit = {"overall.capacity": "ml"}
+        lines += ["", "**Overall:** " + " · ".join(
+            f"{k.split('.')[1]} {fmt_value(ob[k], unit.get(k, 'cm'))}"
+            + (f" → {fmt_value(oa[k], unit.get(k, 'cm'))}" if abs(oa[k] - ob[k]) > 1e-6 * max(1, ob[k]) else "")
+            for k in oa)]
     r = res["realised"]
     lines += ["", f"Changed components (orange): {', '.join(res['changed_components']) or 'none'} · "
               f"{'valid' if r['watertight'] and r['relations_ok'] and r['bodies'] == 1 else 'INVALID'} solid "
@@ -123,8 +135,6 @@ def _show(history: dict, highlight_from: dict | None = None):
 def apply(domain, instruction, mapper, spec_source, calibration, history, progress=gr.Progress()):
     if not history or history.get("domain") != domain:
         history = _new_history(domain)
-    if not (instruction or "").strip():
-        return (history,) + (gr.skip(),) * 6  # empty input does nothing
     if len(instruction) > MAX_INSTRUCTION:
         raise gr.Error(f"The instruction is {len(instruction)} characters long; the limit is {MAX_INSTRUCTION}.")
     params = {"domain": domain, "instruction": instruction, "state": history["states"][history["pos"]],

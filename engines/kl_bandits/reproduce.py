@@ -85,13 +85,12 @@ def main():
     klb, grb = np.array(cb["kl_ucb"].mean), np.array(cb["kl_greedy"].mean)
     ucb_un = np.array(cb["ucb"].mean)
     TB = cb["kl_ucb"].horizons
-    rep.claim("Claim 2 on one objective (KL-regularised regret, env B): KL-UCB's regret is below UCB's at every T₀ "
-              "and grows by ≤ 2.5× over 16× the horizon",
-              "log T KL-regret for KL-UCB (Thm.)",
-              "T₀ = " + "/".join(str(t) for t in TB) + ": KL-UCB " + "/".join(f"{v:.1f}" for v in klb)
-              + ", UCB " + "/".join(f"{v:.1f}" for v in ucb_kl) + f" (16× growth {g_kl:.2f} vs "
-              f"{cb['ucb'].alt_growth_16x:.2f}; UCB plays one arm, so its KL regret is linear by construction)",
-              bool(np.all(klb < ucb_kl)) and g_kl <= 2.5)
+    # Reported, not a claim: UCB plays one arm, so its KL regret is linear by construction (no test of anything).
+    rep.reported("Claim 2 on one objective (KL-regularised regret, env B): both methods scored on it",
+                 "log T KL-regret for KL-UCB (Thm.)",
+                 "T₀ = " + "/".join(str(t) for t in TB) + ": KL-UCB " + "/".join(f"{v:.1f}" for v in klb)
+                 + ", UCB " + "/".join(f"{v:.1f}" for v in ucb_kl) + f" (16× growth {g_kl:.2f} vs "
+                 f"{cb['ucb'].alt_growth_16x:.2f}; UCB plays one arm, so its KL regret is linear by construction)")
     rep.reported("The same on unregularised regret (env B)", "√T for unregularised UCB (minimax)",
                  "T₀ = " + "/".join(str(t) for t in TB) + ": UCB " + "/".join(f"{v:.1f}" for v in ucb_un)
                  + ", KL-UCB's policy " + "/".join(f"{v:.1f}" for v in kl_unreg)

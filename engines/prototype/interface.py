@@ -58,7 +58,18 @@ class RemoveOp(_Op):
 
 class KeepOp(_Op):
     op: Literal["keep"] = "keep"
-    target: str  # a component that must not change
+    target: str  # a component, a parameter (component.attribute) or an overall dimension that must not change
+
+
+class ScaleOp(_Op):
+    op: Literal["scale"] = "scale"
+    target: str  # a parameter or an overall dimension
+    factor: float = Field(gt=0, le=100, description="new value / current value (twice: 2, a fifth less: 0.8)")
+
+
+class UnsupportedOp(_Op):
+    op: Literal["unsupported"] = "unsupported"
+    what: str = Field(min_length=1, max_length=120, description="the setting or part the model does not have")
 
 
 class MacroOp(_Op):
@@ -68,7 +79,7 @@ class MacroOp(_Op):
     mag: Mag = "moderate"
 
 
-Op = Annotated[Union[Adjust, SetOp, AddOp, RemoveOp, KeepOp, MacroOp], Field(discriminator="op")]
+Op = Annotated[Union[Adjust, SetOp, AddOp, RemoveOp, KeepOp, MacroOp, ScaleOp, UnsupportedOp], Field(discriminator="op")]
 _PROGRAM = TypeAdapter(list[Op])
 
 
@@ -120,35 +131,66 @@ def build_spec(domain: Domain, lexicon: dict, source: str) -> dict:
     macros = [m for m in lexicon.get("macros", []) if all(e["target"] in attrs for e in m["edits"])]
     rel = [{"lhs": r.lhs, "rhs": r.rhs, "factor": r.factor, "offset": r.offset, "reason": r.reason}
            for r in domain.relations]
+    from .overall import derived_spec
+
     return {"domain": domain.name, "source": source, "components": comps, "attributes": attrs,
-            "operations": ops, "macros": macros, "relations": rel}
+            "operations": ops, "macros": macros, "relations": rel, "derived": derived_spec(domain.name)}
+
+
+def derived_attrs(spec: dict) -> dict:
+    """The product's overall dimensions (``overall.height`` …) of a spec (added on load, see ``specs``)."""
+    if "derived" in spec:
+        return spec["derived"]
+    from .overall import derived_spec
+
+    return derived_spec(spec["domain"])
+
+
+def settings_listing(spec: dict) -> str:
+    """What the model *does* have, for refusals: 'seat (height, width, …); …; overall (height, width)'."""
+    parts = [f"{c} (" + ", ".join(spec["attributes"][p]["attribute"].replace("_", " ") for p in e["attributes"]) + ")"
+             for c, e in spec["components"].items()]
+    der = derived_attrs(spec)
+    if der:
+        parts.append("overall (" + ", ".join(d["attribute"] for d in der.values()) + ")")
+    return "; ".join(parts)
+
+
+def unsupported_message(spec: dict, what: str) -> str:
+    return f"the {spec['domain']} has no {what}; it has: {settings_listing(spec)}"
 
 
 def check_program(spec: dict, ops: list) -> None:
     """Type-check a program against the spec (targets, kinds, units); ProgramError names the problem."""
-    attrs, comps = spec["attributes"], spec["components"]
+    attrs, comps, der = spec["attributes"], spec["components"], derived_attrs(spec)
     macros = {m["name"] for m in spec["macros"]}
     for i, o in enumerate(ops):
         where = f"operation {i + 1} ({o.op})"
-        if isinstance(o, (Adjust, SetOp)):
-            if o.target not in attrs:
+        if isinstance(o, (Adjust, SetOp, ScaleOp)):
+            if o.target not in attrs and o.target not in der:
                 raise ProgramError(f"{where}: unknown target {o.target!r}; the {spec['domain']} has "
-                                   + ", ".join(attrs))
-            a = attrs[o.target]
-            if a["kind"] == "bool" and isinstance(o, Adjust):
+                                   + ", ".join(list(attrs) + list(der)))
+            a = attrs.get(o.target) or der[o.target]
+            if a.get("kind") == "bool" and not isinstance(o, SetOp):
                 raise ProgramError(f"{where}: {o.target} is on/off; use add or remove")
-            if o.unit and o.unit != a["unit"]:
+            if getattr(o, "unit", None) and o.unit != a["unit"]:
                 raise ProgramError(f"{where}: {o.target} is measured in {a['unit']}, not {o.unit}")
-        elif isinstance(o, (AddOp, RemoveOp, KeepOp)):
+        elif isinstance(o, KeepOp):
+            if o.target not in comps and o.target not in attrs and o.target not in der and o.target != "overall":
+                raise ProgramError(f"{where}: unknown keep target {o.target!r}; components: " + ", ".join(comps)
+                                   + "; or a parameter (component.attribute) or " + ", ".join(der))
+        elif isinstance(o, (AddOp, RemoveOp)):
             if o.target not in comps:
                 raise ProgramError(f"{where}: unknown component {o.target!r}; components: " + ", ".join(comps))
-            if not isinstance(o, KeepOp) and f"{o.target}.present" not in attrs:
+            if f"{o.target}.present" not in attrs:
                 raise ProgramError(f"{where}: the {o.target} cannot be added or removed")
         elif isinstance(o, MacroOp) and o.name not in macros:
             raise ProgramError(f"{where}: unknown macro {o.name!r}; macros: " + (", ".join(sorted(macros)) or "none"))
 
 
 # ----------------------------------------------------------------------------- compiler
+
+OVERALL_STEPS = {"slight": 0.05, "moderate": 0.10, "large": 0.20}  # degrees of an overall dimension, relative
 
 
 @dataclass
@@ -166,6 +208,7 @@ class Compiled:
     refused: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     kept: list[str] = field(default_factory=list)
+    overall: dict[str, tuple[float, float]] = field(default_factory=dict)  # overall dimension → (before, after)
 
     @property
     def ok(self) -> bool:
@@ -185,12 +228,18 @@ def fmt_value(x: float, unit: str) -> str:
     return f"{x:.2f}".rstrip("0").rstrip(".") + u
 
 
-def expand_macros(spec: dict, ops: list) -> list:
+def expand_macros(spec: dict, ops: list, kept: set[str] = frozenset(), res: "Compiled | None" = None) -> list:
+    """Macros → their attribute edits. An intent adapts to keep constraints: an edit of a kept parameter is
+    left out (with a note) instead of contradicting the keep."""
     out = []
     table = {m["name"]: m for m in spec["macros"]}
     for o in ops:
         if isinstance(o, MacroOp):
             for e in table[o.name]["edits"]:
+                if e["target"] in kept:
+                    if res is not None:
+                        res.notes.append(f"{o.name}: {e['target']} left as is (kept)")
+                    continue
                 d = e["dir"] if o.dir == "+" else ("-" if e["dir"] == "+" else "+")
                 out.append(Adjust(target=e["target"], dir=d, mag=o.mag, said=f"{o.name} → {e['target']}"))
         else:
@@ -198,59 +247,194 @@ def expand_macros(spec: dict, ops: list) -> list:
     return out
 
 
+def _range_refusal(tgt: str, a: dict, val: float) -> str:
+    lo, hi = a["range"]
+    valid = f"valid range {fmt_value(lo, a['unit'])}–{fmt_value(hi, a['unit'])}"
+    if val < 0 <= lo:
+        return f"{tgt} cannot be {fmt_value(val, a['unit'])}: a negative {a['attribute'].replace('_', ' ')} is impossible ({valid})"
+    return f"{tgt} would become {fmt_value(val, a['unit'])}, outside its range {fmt_value(lo, a['unit'])}–" \
+           f"{fmt_value(hi, a['unit'])} ({valid})"
+
+
 def compile_program(spec: dict, state: dict[str, float], ops: list, calibration: float = 1.0) -> Compiled:
     """Interface program → new parameter state, or refusals (state unchanged). Targeted: only named
-    parameters change, plus dependents moved by relations."""
+    parameters change, plus dependents moved by relations, parts that carry an overall edit (by the
+    dimension's stated rule) and parameters solved for to hold a kept overall dimension."""
+    from . import overall as OV
+
     check_program(spec, ops)
-    attrs = spec["attributes"]
-    ops = expand_macros(spec, ops)
-    kept = sorted({o.target for o in ops if isinstance(o, KeepOp)})
-    new = dict(state)
-    res = Compiled(state=dict(state), kept=kept)
-    touched: dict[str, str] = {}
+    attrs, comps, der = spec["attributes"], spec["components"], derived_attrs(spec)
+    fns = OV.derived_of(spec["domain"])
+    keeps = [o.target for o in ops if isinstance(o, KeepOp)]
+    kept_comps = {t for t in keeps if t in comps}
+    kept_params = {t for t in keeps if t in attrs} | {p for p in attrs if attrs[p]["component"] in kept_comps}
+    kept_overall = {t for t in keeps if t in der} | (set(der) if "overall" in keeps else set())
+    res = Compiled(state=dict(state), kept=sorted(set(keeps)))
     for o in ops:
-        if isinstance(o, KeepOp):
+        if isinstance(o, UnsupportedOp):
+            res.refused.append(unsupported_message(spec, o.what))
+    new = dict(state)
+    before_overall = OV.values(spec["domain"], state)
+    touched: dict[str, str] = {}
+
+    def breaks_kept(p: str, exclude: str) -> bool:
+        for k in kept_overall - {exclude}:
+            f = fns[k].fn
+            bumped = dict(new, **{p: new[p] * 1.01 + 1e-3})
+            if abs(f(bumped) - f(new)) > 1e-9:
+                return True
+        return False
+
+    # An intent (macro) adapts to keeps: it leaves out kept parameters and those that would move a kept
+    # overall dimension; an explicit edit of them is a contradiction instead.
+    locked = kept_params | {p for p in attrs if attrs[p]["kind"] == "float" and breaks_kept(p, "")}
+    ops = expand_macros(spec, ops, locked, res)
+    for o in ops:
+        if isinstance(o, (KeepOp, UnsupportedOp)):
             continue
-        tgt = o.target if isinstance(o, (Adjust, SetOp)) else f"{o.target}.present"
+        tgt = o.target if isinstance(o, (Adjust, SetOp, ScaleOp)) else f"{o.target}.present"
+        said = f", from “{o.said}”" if o.said else ""
+        if tgt in der:
+            _overall_edit(spec, fns[tgt], o, new, touched, kept_params, kept_overall, breaks_kept, res, calibration, said)
+            continue
         a = attrs[tgt]
-        lo, hi = a["range"]
         if isinstance(o, Adjust):
             step = o.amount if o.amount is not None else a["steps"][o.mag] * calibration
             val = new[tgt] + (step if o.dir == "+" else -step)
             why = f"{'+' if o.dir == '+' else '−'}{fmt_value(step, a['unit'])}" + \
                   (f" ({o.mag})" if o.amount is None else "")
+        elif isinstance(o, ScaleOp):
+            val, why = new[tgt] * o.factor, f"×{o.factor:.3g}"
         elif isinstance(o, SetOp):
             val, why = o.value, f"set to {fmt_value(o.value, a['unit'])}"
         else:
             val, why = (1.0 if isinstance(o, AddOp) else 0.0), o.op
         if a["kind"] == "int":
             val = float(round(val))
-        if o.said:
-            why += f", from “{o.said}”"
+        why += said
         key = "+" if val > new[tgt] else "-" if val < new[tgt] else "="
         if tgt in touched and touched[tgt] != key:
             res.refused.append(f"contradiction: {tgt} is asked to change in two opposite ways")
             continue
         touched[tgt] = key
-        if a["component"] in kept:
-            res.refused.append(f"contradiction: the {a['component']} is to be kept as is, but {tgt} would change")
+        if tgt in kept_params:
+            what = f"the {a['component']}" if a["component"] in kept_comps else tgt
+            res.refused.append(f"contradiction: {what} is to be kept as is, but {tgt} would change")
             continue
+        lo, hi = a["range"]
         if not (lo - 1e-9 <= val <= hi + 1e-9):
-            res.refused.append(f"{tgt} would become {fmt_value(val, a['unit'])}, outside its range "
-                               f"{fmt_value(lo, a['unit'])}–{fmt_value(hi, a['unit'])}")
+            res.refused.append(_range_refusal(tgt, a, val))
             continue
         new[tgt] = val
         res.changes.append(Change(tgt, state[tgt], val, why))
-    _solve_relations(spec, new, touched, kept, res)
+    _solve_relations(spec, new, touched, kept_params, res)
+    if not res.refused:
+        _hold_overall(spec, fns, kept_overall, before_overall, new, touched, kept_params, res)
     if res.refused:
-        res.changes, res.notes = [], res.notes
+        res.changes = []
         return res
     res.state = new
+    after_overall = OV.values(spec["domain"], new)
+    res.overall = {k: (before_overall[k], after_overall[k]) for k in der
+                   if abs(after_overall[k] - before_overall[k]) > 1e-9 or k in kept_overall}
     res.changes = [c for c in res.changes if abs(c.after - c.before) > 1e-12]
     return res
 
 
-def _solve_relations(spec: dict, new: dict, touched: dict, kept: list, res: Compiled) -> None:
+def _overall_edit(spec, d, o, new, touched, kept_params, kept_overall, breaks_kept, res, calibration, said) -> None:
+    """Distribute an edit of an overall dimension over its parts: one common factor on the parts of its
+    rule that are free (not kept, not edited by the instruction, not holding a kept dimension)."""
+    from .overall import bisect
+
+    attrs = spec["attributes"]
+    cur = d.fn(new)
+    u = d.unit
+    if isinstance(o, Adjust):
+        step = o.amount if o.amount is not None else cur * OVERALL_STEPS[o.mag] * calibration
+        target = cur + (step if o.dir == "+" else -step)
+    elif isinstance(o, ScaleOp):
+        target = cur * o.factor
+    elif isinstance(o, SetOp):
+        target = o.value
+    else:
+        res.refused.append(f"{d.id} can only be adjusted, scaled or set")
+        return
+    if d.id in kept_overall:
+        res.refused.append(f"contradiction: {d.id} is to be kept, but is asked to change")
+        return
+    if target <= 0:
+        res.refused.append(f"{d.id} cannot be {fmt_value(target, u)}: it must be positive")
+        return
+    free = [p for p in d.scale if p not in touched and p not in kept_params and not breaks_kept(p, d.id)]
+    if not free:
+        res.refused.append(f"cannot change {d.id}: its parts ({', '.join(d.scale)}) are kept, edited by the "
+                           "instruction or hold a kept dimension")
+        return
+    lo = max(attrs[p]["range"][0] / new[p] for p in free)
+    hi = min(attrs[p]["range"][1] / new[p] for p in free)
+
+    def g(s):
+        return d.fn(dict(new, **{p: new[p] * s for p in free}))
+
+    s = bisect(g, target, lo, hi) if lo <= hi else None
+    if s is None:
+        res.refused.append(f"{d.id} cannot become {fmt_value(target, u)}: scaling {', '.join(free)} within their "
+                           f"ranges reaches {fmt_value(g(lo), u)}–{fmt_value(g(hi), u)}")
+        return
+    rule = d.rule.format(parts=" and ".join(free))
+    for p in free:
+        val = new[p] * s
+        res.changes.append(Change(p, res.state[p], val, f"{d.id} {fmt_value(cur, u)} → {fmt_value(target, u)}: "
+                                                        f"{rule} (×{s:.3f}){said}"))
+        touched[p] = "+" if s > 1 else "-"
+        new[p] = val
+    res.notes.append(f"{d.id}: {fmt_value(cur, u)} → {fmt_value(target, u)}; {rule} (×{s:.3f})")
+
+
+def _hold_overall(spec, fns, kept_overall, before, new, touched, kept_params, res) -> None:
+    """Enforce kept overall dimensions by solving for the first free parameter of each one's solve list."""
+    from .overall import bisect
+
+    attrs = spec["attributes"]
+    for k in sorted(kept_overall):
+        d = fns[k]
+        target = before[k]
+        if abs(d.fn(new) - target) <= 1e-6 * max(1.0, abs(target)):
+            continue
+        why_not = []
+        for p in d.solve:
+            if p in kept_params:
+                why_not.append(f"{p} is kept")
+                continue
+            if p in touched:
+                why_not.append(f"{p} is edited by the instruction")
+                continue
+            lo, hi = attrs[p]["range"]
+            x = bisect(lambda v: d.fn(dict(new, **{p: v})), target, lo, hi)
+            others = [j for j in kept_overall if j != k]
+            if x is not None and all(abs(fns[j].fn(dict(new, **{p: x})) - before[j]) <= 1e-6 * max(1, before[j])
+                                     for j in others):
+                res.changes.append(Change(p, res.state[p], x, f"solved to keep {k} at {fmt_value(target, d.unit)}"))
+                res.notes.append(f"{p} moved to {fmt_value(x, attrs[p]['unit'])} to keep {k} at "
+                                 f"{fmt_value(target, d.unit)}")
+                new[p] = x
+                touched[p] = "dep"
+                break
+            why_not.append(f"{p} would leave its range {fmt_value(lo, attrs[p]['unit'])}–"
+                           f"{fmt_value(hi, attrs[p]['unit'])}" if x is None else f"{p} would break another kept dimension")
+        else:
+            res.refused.append(f"cannot keep {k} at {fmt_value(target, d.unit)}: " + "; ".join(why_not))
+            return
+    _solve_relations(spec, new, touched, kept_params, res)
+    from .overall import values
+
+    after = values(spec["domain"], new)
+    for k in kept_overall:
+        if abs(after[k] - before[k]) > 1e-6 * max(1.0, before[k]):
+            res.refused.append(f"cannot keep {k}: a constraint moved it to {fmt_value(after[k], fns[k].unit)}")
+
+
+def _solve_relations(spec: dict, new: dict, touched: dict, kept: set, res: Compiled) -> None:
     """Enforce lhs ≤ factor·rhs + offset by moving the side nobody asked for (a dependent)."""
     attrs = spec["attributes"]
     for r in spec["relations"]:
@@ -259,7 +443,7 @@ def _solve_relations(spec: dict, new: dict, touched: dict, kept: list, res: Comp
             continue
         for dep, val in ((lhs, f * new[rhs] + off), (rhs, (new[lhs] - off) / f)):
             a = attrs[dep]
-            if dep in touched or a["component"] in kept or not (a["range"][0] <= val <= a["range"][1]):
+            if dep in touched or dep in kept or not (a["range"][0] <= val <= a["range"][1]):
                 continue
             res.notes.append(f"{dep} moved to {fmt_value(val, a['unit'])} because {r['reason']}")
             res.changes.append(Change(dep, res.state[dep], val, f"constraint: {r['reason']}"))
@@ -268,6 +452,7 @@ def _solve_relations(spec: dict, new: dict, touched: dict, kept: list, res: Comp
             break
         else:
             res.refused.append(f"violates a constraint: {r['reason']} ({lhs} ≤ {f:g}·{rhs}{off:+g})")
+
 
 
 def apply_patch(domain: Domain, state: dict[str, float], patch: dict[str, float]) -> dict[str, float]:
@@ -284,6 +469,10 @@ def apply_patch(domain: Domain, state: dict[str, float], patch: dict[str, float]
 
 def describe(spec: dict, compiled: Compiled) -> list[str]:
     """The executed program in designer terms: 'backrest.height 40 cm → 43 cm (+3 cm (slight), from “…”)'."""
-    attrs = spec["attributes"]
-    return [f"{c.target}: {fmt_value(c.before, attrs[c.target]['unit'])} → "
-            f"{fmt_value(c.after, attrs[c.target]['unit'])} ({c.why})" for c in compiled.changes]
+    attrs, der = spec["attributes"], derived_attrs(spec)
+    out = [f"{c.target}: {fmt_value(c.before, attrs[c.target]['unit'])} → "
+           f"{fmt_value(c.after, attrs[c.target]['unit'])} ({c.why})" for c in compiled.changes]
+    for k, (b, a) in compiled.overall.items():
+        out.append(f"{k}: {fmt_value(b, der[k]['unit'])} → {fmt_value(a, der[k]['unit'])}"
+                   + (" (kept)" if abs(a - b) <= 1e-6 * max(1.0, b) else " (derived)"))
+    return out

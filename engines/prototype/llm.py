@@ -19,7 +19,8 @@ from functools import lru_cache
 
 from . import language as L
 from .domains import get_domain
-from .interface import AddOp, Adjust, KeepOp, MacroOp, ProgramError, RemoveOp, SetOp, check_program, parse_program
+from .interface import (AddOp, Adjust, KeepOp, MacroOp, ProgramError, RemoveOp, ScaleOp, SetOp, UnsupportedOp,
+                        check_program, derived_attrs, parse_program)
 from .mappers import Mapping
 
 N_SHOTS = 8
@@ -142,6 +143,145 @@ def local_chooser() -> LocalChooser:
     return LocalChooser()
 
 
+# ----------------------------------------------------------------------------- the interface program as a grammar
+
+NUM = r'#"-?[0-9]{1,4}(\\.[0-9]{1,3})?"'
+
+
+def _alts(words) -> str:
+    return " | ".join(json.dumps(w) for w in words)
+
+
+def program_grammar(spec: dict) -> str:
+    """KBNF grammar (engines/zapformat) of the interface's typed program in its compact text form, e.g.
+    `` adjust backrest.height + slight; keep seat``: every target, component, macro, direction, degree and
+    number slot is typed, so a constrained decoder can only write well-typed programs of this product."""
+    attrs, comps = spec["attributes"], spec["components"]
+    der = list(derived_attrs(spec))
+    num = [p for p, a in attrs.items() if a["kind"] != "bool"] + der
+    present = [c for c in comps if f"{c}.present" in attrs]
+    rules = [f'start ::= " " op ( "; " op )* "\\n";',
+             'op ::= adjust | change | set | scale | keep | unsupported' + (" | add | remove" if present else "")
+             + (" | macro" if spec["macros"] else "") + ";",
+             f"target ::= {_alts(num)};", 'dir ::= "+" | "-";', 'mag ::= "slight" | "moderate" | "large";',
+             f"num ::= {NUM};",
+             'adjust ::= "adjust " target " " dir " " mag;', 'change ::= "change " target " " dir " " num;',
+             'set ::= "set " target " " num;', 'scale ::= "scale " target " x" num;',
+             f"keep ::= \"keep \" ({_alts(list(comps) + list(attrs) + der + ['overall'])});",
+             'unsupported ::= "unsupported " #"[a-z][a-z -]{1,30}";']
+    if present:
+        rules += [f'add ::= "add " ({_alts(present)});', f'remove ::= "remove " ({_alts(present)});']
+    if spec["macros"]:
+        rules.append(f'macro ::= "macro " ({_alts([m["name"] for m in spec["macros"]])}) " " dir " " mag;')
+    return "\n".join(rules)
+
+
+def parse_compact(spec: dict, text: str) -> list:
+    """The compact program text → typed interface operations (ProgramError on anything ill-typed)."""
+    ops = []
+    for part in [p.strip() for p in text.strip().split(";") if p.strip()]:
+        w = part.split()
+        try:
+            k = w[0]
+            if k == "adjust":
+                ops.append(Adjust(target=w[1], dir=w[2], mag=w[3]))
+            elif k == "change":
+                ops.append(Adjust(target=w[1], dir=w[2], amount=abs(float(w[3]))))
+            elif k == "set":
+                ops.append(SetOp(target=w[1], value=float(w[2])))
+            elif k == "scale":
+                ops.append(ScaleOp(target=w[1], factor=float(w[2].lstrip("x"))))
+            elif k == "keep":
+                ops.append(KeepOp(target=w[1]))
+            elif k == "add":
+                ops.append(AddOp(target=w[1]))
+            elif k == "remove":
+                ops.append(RemoveOp(target=w[1]))
+            elif k == "macro":
+                name = " ".join(w[1:-2])
+                ops.append(MacroOp(name=name, dir=w[-2], mag=w[-1]))
+            elif k == "unsupported":
+                ops.append(UnsupportedOp(what=" ".join(w[1:]) + " setting"))
+            else:
+                raise ProgramError(f"unknown operation {k!r}")
+        except (IndexError, ValueError) as e:
+            raise ProgramError(f"ill-formed operation “{part}”: {e}") from None
+    check_program(spec, ops)
+    return ops
+
+
+def interface_shots(spec: dict) -> str:
+    """Worked examples built from the interface itself (its names, words, units and ranges), one per
+    operation kind — no corpus needed, so a new product gets a prompt as soon as it has a spec."""
+    attrs, comps = spec["attributes"], spec["components"]
+    shots = []
+    floats = [p for p, a in attrs.items() if a["kind"] == "float"]
+    for i, pid in enumerate(floats[:3]):
+        a = attrs[pid]
+        ws = spec["operations"].get(a["attribute"], {})
+        d = "+-"[i % 2]
+        word = (ws.get(d) or [("bigger" if d == "+" else "smaller")])[0]
+        hedge, mag = [("a bit ", "slight"), ("", "moderate"), ("much ", "large")][i % 3]
+        shots.append((f"make the {a['component']} {hedge}{word}", f"adjust {pid} {d} {mag}"))
+    pid = floats[0]
+    a = attrs[pid]
+    syn = a["component"]
+    attr = a["attribute"].replace("_", " ")
+    lo, hi = a["range"]
+    v = round((lo + hi) / 2)
+    shots += [(f"set the {syn} {attr} to {v} {a['unit']}", f"set {pid} {v}"),
+              (f"make the {syn} {attr} 2 {a['unit']} less", f"change {pid} - 2"),
+              (f"make the {syn} 20% bigger", f"scale {pid} x1.2"),
+              (f"halve the {syn} {attr}", f"scale {pid} x0.5")]
+    der = derived_attrs(spec)
+    if "overall.height" in der:
+        shots.append((f"make the whole {spec['domain']} a bit taller", "adjust overall.height + slight"))
+    other = [c for c in comps if c != a["component"]]
+    if other and len(floats) > 1:
+        p2 = floats[-2]
+        w2 = (spec["operations"].get(attrs[p2]["attribute"], {}).get("+") or ["bigger"])[0]
+        keep = next(c for c in comps if c != attrs[p2]["component"])
+        shots.append((f"make the {attrs[p2]['component']} {w2} but keep the {keep} as is",
+                      f"adjust {p2} + moderate; keep {keep}"))
+    if "overall.width" in der:
+        shots.append((f"shorten it but keep the overall width", f"adjust {pid} - moderate; keep overall.width"))
+    shots += [("paint it blue", "unsupported colour"), ("add wheels", "unsupported wheels")]
+    return "\n\n".join(f"Instruction: {t}\nProgram: {p}" for t, p in shots)
+
+
+class ProgramDecoder:
+    """SmolLM2 writes the whole interface program under the grammar (zapformat's Earley-based logits mask):
+    every token it emits keeps the text a prefix of a well-typed program, so the output always parses."""
+
+    def __init__(self):
+        from engines.common.zoo.smollm2 import load_smollm2
+        from engines.zapformat.generation import _vocab_for
+
+        self.model, self.tok = load_smollm2("cpu")
+        self.vocab = _vocab_for(self.tok)
+
+    def decode(self, prompt: str, grammar: str, max_new_tokens: int = 48) -> str:
+        import torch
+
+        from engines.zapformat.generation import GrammarLogitsProcessor
+        from engines.zapformat.masks import ConstrainedEngine
+
+        program = ConstrainedEngine.build(grammar, self.vocab).program
+        enc = self.tok(prompt, return_tensors="pt")
+        n = enc["input_ids"].shape[1]
+        proc = GrammarLogitsProcessor(program, self.vocab, 1, n)
+        eos = self.tok.eos_token_id
+        with torch.no_grad():
+            out = self.model.generate(**enc, max_new_tokens=max_new_tokens, do_sample=False, logits_processor=[proc],
+                                      pad_token_id=eos, eos_token_id=eos)
+        return self.tok.decode(out[0, n:], skip_special_tokens=True)
+
+
+@lru_cache(maxsize=1)
+def program_decoder() -> ProgramDecoder:
+    return ProgramDecoder()
+
+
 class LLMMapper:
     def __init__(self, domain: str, spec: dict, flat: bool = False, chooser=None, endpoint: str | None = None,
                  model: str | None = None, retries: int = 2):
@@ -161,6 +301,8 @@ class LLMMapper:
     def map(self, text: str, state: dict[str, float] | None = None) -> Mapping:
         if self.endpoint:
             return self.map_remote(text, state)
+        if not self.flat:
+            return self.map_program(text)
         chooser = self._chooser or local_chooser()
         opts = options(self.spec, self.domain, self.flat)
         state = dict(state or self.d.defaults())
@@ -190,6 +332,31 @@ class LLMMapper:
                                    else SetOp(target=pid, value=q.value, said=cl))
                 else:
                     out.ops.append(Adjust(target=pid, dir=d, mag=mag, said=cl))
+        return out
+
+    def program_prompt(self, text: str) -> str:
+        return (f"You edit a parametric {self.d.title.lower()} model through its interface:\n"
+                f"{interface_vocabulary(self.spec)}\n"
+                + (f"- overall: " + "; ".join(f"{k} [{v['unit']}]" for k, v in derived_attrs(self.spec).items()) + "\n"
+                   if derived_attrs(self.spec) else "")
+                + "Write the program: adjust TARGET +/- slight|moderate|large; change TARGET +/- AMOUNT; "
+                  "set TARGET VALUE; scale TARGET xFACTOR; keep PART; add/remove PART; macro NAME +/- DEGREE; "
+                  "unsupported WHAT (for anything the model has no setting for). Separate operations with ';'.\n\n"
+                f"{interface_shots(self.spec)}\n\nInstruction: {text.strip()}\nProgram:")
+
+    def map_program(self, text: str) -> Mapping:
+        """The local LLM writes the interface program itself, constrained by the program's grammar."""
+        dec = self._chooser if isinstance(self._chooser, ProgramDecoder) or hasattr(self._chooser, "decode") \
+            else program_decoder()
+        out = Mapping()
+        reply = dec.decode(self.program_prompt(text), program_grammar(self.spec))
+        out.trace.append(f"program: {reply.strip()}")
+        try:
+            out.ops = parse_compact(self.spec, reply)
+        except ProgramError as e:  # only when generation stopped at the token limit mid-operation
+            out.warnings.append(f"the model gave no complete program ({e}); nothing was changed")
+        for o in out.ops:
+            o.said = text[:200]
         return out
 
     def _flat_edit(self, kind, cl, q, mag, state, out: Mapping) -> None:

@@ -17,14 +17,24 @@ import numpy as np
 
 from . import language as L
 from .domains import get_domain
-from .interface import AddOp, Adjust, KeepOp, MacroOp, RemoveOp, SetOp
+from .interface import AddOp, Adjust, KeepOp, MacroOp, RemoveOp, ScaleOp, SetOp, UnsupportedOp, derived_attrs, settings_listing
 
 DIMENSION_WORDS = {"high": ("height", "size"), "tall": ("height", "size"), "height": ("height", "size"),
                    "wide": ("width", "radius"), "width": ("width",), "deep": ("depth",), "depth": ("depth",),
                    "thick": ("thickness", "wall"), "thickness": ("thickness", "wall"), "radius": ("radius",),
                    "tilt": ("tilt",), "recline": ("tilt",), "angle": ("tilt", "splay"), "splay": ("splay",),
                    "span": ("size",), "size": ("size",), "curve": ("curvature",), "curvature": ("curvature",),
-                   "wall": ("wall",), "legs": ("count",), "legged": ("count",), "reach": ("reach",)}
+                   "wall": ("wall",), "walls": ("wall",), "legs": ("count",), "legged": ("count",),
+                   "reach": ("reach",)}
+WIDTH_OF = {w: ("width", "radius") for w in ("wide", "wider", "widen", "narrow", "narrower", "broad", "broader",
+                                             "slim", "slimmer", "open", "flared", "tighter")}
+# Words that name an overall dimension of the whole product.
+OVERALL = re.compile(r"\b(overall|whole|entire|in total|total|altogether|all in all|outside dimensions?|"
+                     r"footprint)\b")
+OVERALL_DIM = {"height": r"\b(tall|taller|tallest|high|higher|height|short|shorter|low|lower|raise|lift|drop)\b",
+               "width": r"\b(wide|wider|width|narrow|narrower|broad|broader|slim|slimmer|footprint)\b",
+               "depth": r"\b(deep|deeper|depth|shallow|shallower)\b",
+               "capacity": r"\b(capacity|volume|hold|holds|holding|ml|litres?|liters?|millilitres?)\b"}
 GENERIC_STEPS = {"slight": 0.05, "moderate": 0.15, "large": 0.30}  # the old flat baseline: relative, uncalibrated
 
 
@@ -61,6 +71,11 @@ class InterfaceMapper:
         self.opw = [(w, pid, d) for pid, a in self.attrs.items()
                     for d, ws in spec["operations"].get(a["attribute"], {}).items() for w in ws]
         self.macro_phr = [(ph, m["name"]) for m in spec["macros"] for ph in m["phrases"]]
+        self.der = derived_attrs(spec)
+        from .domains import get_domain
+
+        self.product_names = {w for w in get_domain(spec["domain"]).title.lower().split()} - {"table", "bar"} | \
+            {get_domain(spec["domain"]).title.lower()}
 
     # -- resolution steps
     def _components(self, cl: str) -> list[tuple[str, str]]:
@@ -141,9 +156,141 @@ class InterfaceMapper:
         anywhere = {pid for options in said for pid, a in self.attrs.items() if a["attribute"] in options}
         return anywhere.pop() if len(anywhere) == 1 else None
 
+    # -- what the model cannot express, overall dimensions, keep targets
+    def _covered(self, phrase: str) -> bool:
+        """Does the interface's own vocabulary say this (a component name, an operation word, an attribute
+        name, a macro phrase)?"""
+        own = [s for s, _ in self.syn] + [w for w, _, _ in self.opw] + [ph for ph, _ in self.macro_phr] + \
+              [a["attribute"].replace("_", " ") for a in self.attrs.values()]
+        forms = {phrase, phrase[:-1] if phrase.endswith("s") else phrase + "s"}
+        return any(_word_in(f, o) for f in forms for o in own)
+
+    def _unsupported(self, cl: str) -> str | None:
+        """A setting or part this product's model does not have, named in the clause ("wings", "colour")."""
+        for what, words in L.UNSUPPORTED.items():
+            for w in words:
+                if _word_in(w, cl) and not self._covered(w):
+                    return what
+        for s, c in self._components(cl):
+            m = re.search(r"(?<![\w])" + L.COUNT_WORDS + r"\s+" + re.escape(s) + r"(?![\w])", cl)
+            if m and not any(a["component"] == c and a["kind"] == "int" for a in self.attrs.values()):
+                return f"setting for the number of {c.replace('_', ' ')} parts (it has one {c})"
+        return None
+
+    def _dimension(self, cl: str) -> str | None:
+        for dim, pat in OVERALL_DIM.items():
+            if f"overall.{dim}" in self.der and re.search(pat, cl):
+                return f"overall.{dim}"
+        return None
+
+    def _overall_target(self, cl: str, comps: list) -> str | None:
+        """The overall dimension a clause edits or keeps: an 'overall' word, the product's own name when it is
+        no component's name ("lower the lamp"), or a capacity word of a product that has a capacity."""
+        dim = self._dimension(cl)
+        q = L.quantity(cl)
+        if q is not None and q.unit == "ml" and "overall.capacity" in self.der:
+            return "overall.capacity"
+        if dim is None:
+            return None
+        if OVERALL.search(cl) or (dim == "overall.capacity" and (not comps or L.quantity(cl) is not None)):
+            return dim
+        names = {self.spec["domain"], *self.product_names}
+        if not comps and any(_word_in(n, cl) for n in names):
+            return dim
+        return None
+
+    def _quantity_op(self, target: str, unit: str, q, d: str | None, cl: str, out: Mapping):
+        """A number / ratio on a target → set, scale or an explicit change; None (with a warning) if unusable."""
+        if q.factor is not None:
+            return ScaleOp(target=target, factor=q.factor, said=cl)
+        if q.change is not None:
+            d = q.sign or d
+            if d is None:
+                out.warnings.append(f"“{cl}”: {100 * q.change:g}% more or less?")
+                return None
+            return ScaleOp(target=target, factor=1 + q.change if d == "+" else 1 - q.change, said=cl)
+        if q.unit and q.unit != unit:
+            out.warnings.append(f"“{cl}”: {target} is measured in {unit}, not {q.unit}")
+            return None
+        if q.relative:
+            d = ("-" if d == "+" else "+") if q.sign == "-" and d else (q.sign or d or "+")
+            u = q.unit or (unit if unit in ("cm", "deg", "ml") else None)
+            return Adjust(target=target, dir=d, amount=q.value, unit=u, said=cl)
+        return SetOp(target=target, value=q.value, said=cl)
+
+    def _keep_targets(self, cl: str, comps: list, context: dict) -> list[str]:
+        ov = self._overall_target(cl, comps)
+        if ov:
+            return [ov]
+        if OVERALL.search(cl) and not self._dimension(cl):
+            return ["overall"]
+        dim_words = [w for w in re.findall(r"[a-z]+", cl) if w in DIMENSION_WORDS]
+        out = []
+        for _, c in comps:
+            pid = self._named_attribute(cl, c) if dim_words else None
+            out.append(pid if pid and self.attrs[pid]["component"] == c else c)
+        if not out and dim_words:
+            c = context.get("component")
+            pid = self._named_attribute(cl, c) if c else None
+            if pid and self.attrs[pid]["component"] == c:
+                out = [pid]
+            elif (dim := self._dimension(cl)) is not None:
+                out = [dim]
+        return out
+
+    def _noun_attribute(self, cl: str, comp: str | None) -> str | None:
+        """An attribute named by its noun ("the walls", "the neck height"): of the named component, or of the
+        only component that has it."""
+        nouns = {"height", "width", "depth", "thickness", "radius", "tilt", "splay", "span", "curvature", "wall",
+                 "walls", "reach", "angle", "taper"}
+        words = re.findall(r"[a-z]+", cl)
+        said = [w for w in words if w in nouns]
+        qual = [pid for pid, a in self.attrs.items() if "_" in a["attribute"] and (comp is None or a["component"] == comp)
+                and a["attribute"].split("_")[0] in words
+                and (a["attribute"].split("_")[-1] in words
+                     or any(a["attribute"].split("_")[-1] in WIDTH_OF.get(w, ()) for w in words))]
+        if len(qual) == 1:  # "wider at the bottom" → bottom_radius
+            return qual[0]
+        if comp is not None and not said and any(w in ("thick", "thicker", "thin", "thinner") for w in words) and \
+                not any(a["component"] == comp and a["attribute"] in ("thickness", "wall") for a in self.attrs.values()):
+            said = ["height"]  # a part without a thickness setting (a disc-like base or cap): its height
+        if not said:
+            return None
+        names = [DIMENSION_WORDS.get(w, (w,)) for w in said]
+        cands = [pid for pid, a in self.attrs.items() if (comp is None or a["component"] == comp)
+                 and any(a["attribute"] in opts for opts in names)]
+        return cands[0] if len(cands) == 1 else None
+
     # -- one clause
     def clause(self, cl: str, out: Mapping, context: dict) -> None:
         comps = self._components(cl)
+        if not comps and context.get("ahead") and not L.is_keep(cl) and not self._macro_lexical(cl) \
+                and not OVERALL.search(cl) and not re.search(r"\b(it|them|they)\b", cl):
+            comps = [("", context["ahead"])]  # "a longer, narrower neck": the adjective's noun comes later
+        if context.get("keeping") and not L.is_keep(cl) and L.polarity(cl) is None and not L.quantity(cl) \
+                and not self._operation(cl, None) and not self._macro_lexical(cl) and comps:
+            cl = "keep " + cl  # "keep the overall height and the backrest"
+        if not L.is_keep(cl):
+            context["keeping"] = False
+            what = self._unsupported(cl)
+            if what:
+                out.ops.append(UnsupportedOp(what=what, said=cl))
+                out.trace.append(f"“{cl}” → unsupported: {what}")
+                return
+            ov = self._overall_target(cl, comps)
+            if ov and self._macro_lexical(cl) and L.quantity(cl) is None:
+                ov = None  # a named intent ("cast a wider pool of light", "hold more") is the macro's
+            if ov:
+                self._overall_clause(cl, ov, out)
+                return
+        else:
+            context["keeping"] = True
+            targets = self._keep_targets(cl, comps, context)
+            if targets:
+                for t in targets:
+                    out.ops.append(KeepOp(target=t, said=cl))
+                out.trace.append(f"“{cl}” → keep {', '.join(targets)}")
+                return
         if comps and not L.is_keep(cl):
             context["component"] = comps[0][1]
         elif not comps and context.get("component"):
@@ -154,8 +301,9 @@ class InterfaceMapper:
                 out.ops.append(SetOp(target=last.target, value=q.value, said=f"{last.said}, {cl}"))
                 return
             if re.search(r"\b(it|them|they|this|that)\b", cl) or not self._operation(cl, None) or \
-                    self._operation(cl, None)[0] == "?":  # pronoun or ellipsis: the last named component
-                comps = [("", context["component"])]
+                    self._operation(cl, None)[0] == "?" or \
+                    (context.get("joined") and self._noun_attribute(cl, context["component"])):
+                comps = [("", context["component"])]  # pronoun or ellipsis: the last named component
         if not L.is_keep(cl) and STATEMENT.search(cl) and not IMPERATIVE.search(cl) and not self._operation(cl, None) \
                 and not self._macro_lexical(cl):  # "the seat is way too low": context, not an edit
             out.trace.append(f"“{cl}” → statement (context only)")
@@ -174,6 +322,11 @@ class InterfaceMapper:
                 out.ops.append(AddOp(target=comp, said=cl))
                 return
         op = self._operation(cl, comp)
+        noun = self._noun_attribute(cl, comp if comps else None)
+        if noun and (op is None or op[0] != noun) and (op or L.polarity(cl) or L.quantity(cl)) \
+                and not (op and op[0] == "?"):
+            d = op[1] if op else L.polarity(cl)  # "thinner walls": the wall, not the handle's thickness
+            comp, op = self.attrs[noun]["component"], (noun, d, "")
         if op and op[0] == "?" and comp is None:  # ambiguous operation word: find the component by similarity
             e = self._embed_component(cl)
             if e:
@@ -210,15 +363,12 @@ class InterfaceMapper:
                 out.warnings.append(f"“{cl}”: which attribute of the {comp} should be {q.raw_value:g}?")
                 return
             a = self.attrs[pid]
-            unit = q.unit or (a["unit"] if a["unit"] in ("cm", "deg", "count") else None)
-            if q.unit and q.unit != a["unit"]:
-                out.warnings.append(f"“{cl}”: {pid} is measured in {a['unit']}, not {q.unit}")
-                return
-            if q.relative:
-                d = op[1] if op else (L.polarity(cl) or "+")
-                out.ops.append(Adjust(target=pid, dir=d, amount=q.value, unit=unit if unit != "count" else None, said=cl))
-            else:
-                out.ops.append(SetOp(target=pid, value=q.value, said=cl))
+            o = self._quantity_op(pid, a["unit"], q, op[1] if op else L.polarity(cl), cl, out)
+            if o is not None:
+                if isinstance(o, Adjust) and a["unit"] == "count":
+                    o.unit = None
+                out.ops.append(o)
+                out.trace.append(f"“{cl}” → {o.op} {pid}")
             return
         mag = L.magnitude(cl)[0]
         if op is None:
@@ -227,7 +377,11 @@ class InterfaceMapper:
                 pol = L.polarity(cl)
                 pid = self._named_attribute(cl, comp)
                 if pid is None or pol is None:
-                    out.warnings.append(f"“{cl}”: understood the {comp}, but not what should change")
+                    said = " ".join(r for r in L.content_runs(cl) if r not in {x for x, c in self.syn if c == comp})
+                    said = (said or cl)[:50]
+                    out.warnings.append(f"“{cl}”: the {self.spec['domain']} has no setting for “{said}” on the "
+                                        f"{comp}; it has: {settings_listing(self.spec)}")
+                    out.trace.append(f"“{cl}” → no such setting")
                     return
                 e = (pid, pol)
             op = (e[0], L.polarity(cl) or e[1], "")
@@ -237,16 +391,41 @@ class InterfaceMapper:
         out.ops.append(Adjust(target=op[0], dir=op[1], mag=mag, said=cl))
         out.trace.append(f"“{cl}” → {op[0]} {op[1]} {mag}")
 
+    def _overall_clause(self, cl: str, target: str, out: Mapping) -> None:
+        d = self.der[target]
+        pol = L.polarity(cl)
+        if target == "overall.capacity" and pol is None and re.search(r"\bhold\b", cl):
+            pol = "+"
+        q = L.quantity(cl)
+        if q is not None:
+            op = self._quantity_op(target, d["unit"], q, pol, cl, out)
+            if op is not None:
+                out.ops.append(op)
+                out.trace.append(f"“{cl}” → {op.op} {target}")
+            return
+        if pol is None:
+            out.warnings.append(f"“{cl}”: should the {target.replace('.', ' ')} grow or shrink?")
+            return
+        out.ops.append(Adjust(target=target, dir=pol, mag=L.magnitude(cl)[0], said=cl))
+        out.trace.append(f"“{cl}” → {target} {pol}")
+
     def map(self, text: str) -> Mapping:
         out, context = Mapping(), {}
-        for cl in L.clauses(text):
+        cls = L.clauses(text)
+        for i, cl in enumerate(cls):
+            nxt = self._components(cls[i + 1]) if i + 1 < len(cls) else []
+            context["ahead"] = nxt[0][1] if nxt and not L.is_keep(cls[i + 1]) else None
+            context["joined"] = i > 0
             self.clause(cl, out, context)
-        seen, ops = set(), []
+        seen, ops = {}, []
         for o in out.ops:  # the same edit said twice ("it wobbles, make it more stable") counts once
             key = (o.op, getattr(o, "target", None) or getattr(o, "name", None), getattr(o, "dir", None))
             if key not in seen:
-                seen.add(key)
+                seen[key] = o
                 ops.append(o)
+            elif getattr(o, "mag", "moderate") != "moderate" and getattr(seen[key], "amount", None) is None \
+                    and hasattr(seen[key], "mag"):
+                seen[key].mag = o.mag  # "longer neck, a lot longer": the restated degree wins
         out.ops = ops
         return out
 
@@ -286,7 +465,11 @@ class FlatMapper:
             cur = out.patch.get(p.raw, state[p.id])
             q = L.quantity(cl)
             pol = L.polarity(cl)
-            if q is not None:
+            if q is not None and q.factor is not None:
+                val = cur * q.factor
+            elif q is not None and q.change is not None:
+                val = cur * (1 - q.change if (q.sign or pol) == "-" else 1 + q.change)
+            elif q is not None:  # raw numbers: the flat list has no units
                 val = cur + (q.raw_value if pol != "-" else -q.raw_value) if q.relative else q.raw_value
             elif p.kind == "bool":
                 val = 0.0 if (L.REMOVE.search(cl) or pol == "-") else 1.0

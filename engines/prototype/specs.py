@@ -36,7 +36,11 @@ def induced_spec(domain: str) -> dict:
     if not INDUCED.exists():
         raise FileNotFoundError("no induced specification yet: run the 'specify' job or "
                                 "`python -m engines.prototype.specification`")
-    return _induced_file(INDUCED.stat().st_mtime)[domain]
+    from .overall import derived_spec
+
+    spec = _induced_file(INDUCED.stat().st_mtime)[domain]
+    spec.setdefault("derived", derived_spec(domain))  # overall dimensions come from the model program
+    return spec
 
 
 def get_spec(domain: str, source: str = "induced") -> dict:

@@ -17,7 +17,12 @@ from engines.common.params import validate
 from . import geometry as G
 from .domains import Domain, get_domain
 from .interface import ProgramError, apply_patch, compile_program, describe, dump_program, parse_program
+from .language import not_english
+from .overall import values as overall_values
 from .params import InterpretParams
+
+EMPTY_MESSAGE = ("nothing to do: the instruction is empty — describe a change, e.g. “make the seat a bit wider” "
+                 "or “lower the whole lamp by a fifth”")
 
 
 class Realised(BaseModel):
@@ -47,6 +52,8 @@ class InterpretResult(BaseModel):
     refused: list[str]
     warnings: list[str]
     notes: list[str]
+    overall_before: dict[str, float] = {}  # the product's overall dimensions (height, width, …, capacity)
+    overall_after: dict[str, float] = {}
     realised: Realised
     glb: str | None
     stl: str | None
@@ -116,13 +123,16 @@ def interpret(params: InterpretParams | dict, ctx: JobContext | None = None) -> 
     domain = get_domain(p.domain)
     before = check_state(domain, p.state)
     spec = get_spec(domain.name, p.spec_source)
+    foreign = not_english(p.instruction) if p.instruction.strip() and not p.program.strip() else None
     if p.program.strip():
         ops, patch, warnings = parse_program(p.program), None, []
+    elif foreign:
+        ops, patch, warnings = [], None, []
     elif p.instruction.strip():
         ctx.progress(0.1, f"mapping with {p.mapper}")
         ops, patch, warnings = map_instruction(p, domain, before)
     else:
-        ops, patch, warnings = [], None, ["nothing to do: the instruction is empty"]
+        ops, patch, warnings = [], None, [EMPTY_MESSAGE]
     t1 = time.perf_counter()
     refused, notes, described = [], [], []
     if patch is not None:
@@ -137,7 +147,9 @@ def interpret(params: InterpretParams | dict, ctx: JobContext | None = None) -> 
         if comp is not None:
             refused, notes, described = comp.refused, comp.notes, describe(spec, comp)
         after = comp.state if comp is not None and comp.ok else dict(before)
-    if not ops and patch is None and p.instruction.strip() and not warnings:
+    if foreign:
+        refused = [foreign]
+    if not ops and patch is None and p.instruction.strip() and not warnings and not foreign:
         warnings.append("found nothing to change in this instruction")
     changed = [k for k in before if abs(after[k] - before[k]) > 1e-12]
     comps = sorted({domain.by_id[k].component for k in changed})
@@ -151,4 +163,5 @@ def interpret(params: InterpretParams | dict, ctx: JobContext | None = None) -> 
         program=dump_program(ops) if ops else [], patch=patch or {}, described=described,
         state_before=before, state_after=after, changed=changed, changed_components=comps,
         refused=refused, warnings=warnings, notes=notes, realised=real, glb=glb, stl=stl,
+        overall_before=overall_values(domain.name, before), overall_after=overall_values(domain.name, after),
         timings_ms={"interpret": 1000 * (t1 - t0), "compile": 1000 * (t2 - t1), "model+export": 1000 * (t3 - t2)})

@@ -16,12 +16,12 @@ API_NAMES: dict[str, set[str]] = {
 
     "multinoulli": {"multinoulli_upload", "multinoulli_run", "multinoulli_sweep", "multinoulli_stop"},
 
-    "l2d": set(),
+    "l2d": {"l2d_solve", "l2d_random", "l2d_benchmark", "l2d_training", "l2d_real_model", "l2d_stop"},
 
     "cl_angles": {"cl_angles_run", "cl_angles_neurons", "cl_angles_sweep", "cl_angles_bins", "cl_angles_buffer",
                   "cl_angles_stop"},
 
-    "syncmind": set(),
+    "syncmind": {"syncmind_pick", "syncmind_run", "syncmind_batch", "syncmind_build", "syncmind_stop"},
 
     "poisonedeye": set(),
 

@@ -55,8 +55,10 @@ def test_program_editing_and_bad_programs(client):
 def test_bad_words_are_explained(client):
     c = client
     c.predict("lamp", api_name="/prototype_reset")
-    out = c.predict("lamp", "paint the fridge purple", "interface", "induced", 1.0, api_name="/prototype_apply")
+    out = c.predict("lamp", "blorp the zibber quickly", "interface", "induced", 1.0, api_name="/prototype_apply")
     assert "Not understood" in out[2]
+    out = c.predict("lamp", "paint the shade purple", "interface", "induced", 1.0, api_name="/prototype_apply")
+    assert "the lamp has no colour setting; it has: base (radius, height)" in out[2] and "Refused" in out[2]
     with pytest.raises(Exception, match="limit is 500"):
         c.predict("lamp", "x" * 600, "interface", "induced", 1.0, api_name="/prototype_apply")
     with pytest.raises(Exception, match="Nothing to undo"):
@@ -72,3 +74,17 @@ def test_spec_panel_and_benchmark_job(client):
     assert {r[0].split(" (")[0] for r in table["data"]} == {"Interface + MiniLM", "Flat parameter list + MiniLM"}
     with pytest.raises(Exception, match="at least one mapper"):
         c.predict("test", [], 1, api_name="/prototype_benchmark")
+
+
+def test_empty_non_english_and_unknown_product_show_a_message_and_keep_the_model(client):
+    c = client
+    c.predict("chair", api_name="/prototype_reset")
+    out = c.predict("chair", "   ", "interface", "induced", 1.0, api_name="/prototype_apply")
+    assert "instruction is empty" in out[2] and _rows(out[-1])["seat.height"][2] == "45 cm"
+    out = c.predict("chair", "haz el asiento más alto", "interface", "induced", 1.0, api_name="/prototype_apply")
+    assert "only English" in out[2] and "Refused" in out[2] and _rows(out[-1])["seat.height"][2] == "45 cm"
+    out = c.predict("lamp", "lower the lamp overall by a fifth", "interface", "induced", 1.0,
+                    api_name="/prototype_apply")
+    assert "overall.height: 33 cm → 26.4 cm" in out[2] and "**Overall:** height 33 cm → 26.4 cm" in out[2]
+    with pytest.raises(Exception, match="sofa|choices|domain"):
+        c.predict("sofa", "taller", "interface", "induced", 1.0, api_name="/prototype_apply")

@@ -39,7 +39,7 @@ def test_interface_mapper_units_macros_structure(encoder):
 
 
 def test_nonsense_is_not_understood(encoder):
-    m, c = _run("lamp", "paint the fridge purple", encoder)
+    m, c = _run("lamp", "blorp the zibber quickly", encoder)
     assert not c.changes and m.warnings
 
 

@@ -1,0 +1,147 @@
+"""The fresh test set of issue 30 and its automatic judge (direction, locality, refusal).
+
+``data/instructions_fresh.yaml`` holds instructions written for the issue — kept apart from the development
+corpus and never used for tuning — across every product and every failure kind (quantities, impossible
+values, overall dimensions, keep constraints, unsupported requests, multi-clause / multi-adjective
+instructions). Each starts from the product's default model. The judge reads only the executed outcome
+(parameter state before → after, refusal or not):
+
+* an expected **refusal** is right when the model is unchanged and a refusal message was shown;
+* otherwise no refusal may occur, every expected target (a parameter or an overall dimension) must move in
+  the expected **direction** (or stay, for "="), by the stated amount where one is given (a value within 1 %
+  of the range, a ratio within 3 %, a change within 5 %, a degree within ±30 % of its calibrated step), and
+  **locality** must hold: no parameter changes except the expected ones, their constraint dependents (the
+  other side of a declared relation, as in the spec's compiler-locality check) and those the stated
+  distribution / solving rule may move (``allow``).
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+import yaml
+
+from .domains import get_domain
+from .overall import values
+
+DATA = Path(__file__).resolve().parent / "data"
+KINDS = ("quantity", "impossible", "overall", "keep", "unsupported", "multi")
+
+
+@lru_cache(maxsize=1)
+def load() -> tuple[dict, ...]:
+    return tuple(yaml.safe_load((DATA / "instructions_fresh.yaml").read_text()))
+
+
+@dataclass
+class Verdict:
+    ok: bool
+    direction: bool  # every expected target moved as expected (False for a refusal item that was not refused)
+    locality: bool  # nothing else changed
+    refusal: bool  # refused exactly when a refusal was expected
+    why: str
+
+
+def _value(domain: str, state: dict[str, float], target: str) -> float:
+    return values(domain, state)[target] if target.startswith("overall.") else state[target]
+
+
+def judge(row: dict, before: dict[str, float], after: dict[str, float], refused: bool) -> Verdict:
+    d = get_domain(row["domain"])
+    changed = {k for k in before if abs(after[k] - before[k]) > 1e-9}
+    if row.get("refuse"):
+        ok = refused and not changed
+        why = "" if ok else ("not refused" if not refused else "refused but the model changed") + \
+            (f"; changed {sorted(changed)}" if changed else "")
+        return Verdict(ok, ok, not changed, refused, why)
+    if refused:
+        return Verdict(False, False, not changed, False, "refused an instruction that the model can express")
+    problems = []
+    for tgt, exp in row["expect"].items():
+        b, a = _value(d.name, before, tgt), _value(d.name, after, tgt)
+        delta = a - b
+        scale = max(abs(b), 1.0)
+        if exp == "=":
+            if abs(delta) > 1e-6 * scale:
+                problems.append(f"{tgt} changed {b:.3g} → {a:.3g}")
+            continue
+        if isinstance(exp, str):
+            exp = {"dir": exp}
+        if "dir" in exp and not ((delta > 1e-9) if exp["dir"] == "+" else (delta < -1e-9)):
+            problems.append(f"{tgt} should go {exp['dir']}: {b:.3g} → {a:.3g}")
+            continue
+        if "mag" in exp:
+            step = d.by_id[tgt].steps[("slight", "moderate", "large").index(exp["mag"])]
+            if abs(abs(delta) - step) > 0.30 * step + 1e-9:
+                problems.append(f"{tgt}: change {delta:+.3g}, expected {exp['mag']} (±{step:g})")
+        if "value" in exp:
+            tol = 0.01 * ((d.by_id[tgt].hi - d.by_id[tgt].lo) if tgt in d.by_id else abs(exp["value"]))
+            if abs(a - exp["value"]) > tol + 1e-9:
+                problems.append(f"{tgt}: {a:.4g}, expected {exp['value']:g}")
+        if "ratio" in exp and abs(a / b - exp["ratio"]) > 0.03 * exp["ratio"]:
+            problems.append(f"{tgt}: ×{a / b:.3g}, expected ×{exp['ratio']:g}")
+        if "delta" in exp and abs(delta - exp["delta"]) > 0.05 * abs(exp["delta"]) + 1e-6:
+            problems.append(f"{tgt}: {delta:+.4g}, expected {exp['delta']:+g}")
+    allowed = set(row["expect"]) | set(row.get("allow", []))
+    for rel in d.relations:  # constraint dependents are part of a targeted edit (spec acceptance check 2)
+        if rel.lhs in allowed or rel.rhs in allowed:
+            allowed |= {rel.lhs, rel.rhs}
+    extra = sorted(changed - allowed)
+    direction = not problems
+    if extra:
+        problems.append("also changed " + ", ".join(extra))
+    return Verdict(not problems, direction, not extra, True, "; ".join(problems))
+
+
+def run(kind: str, spec_source: str = "induced", encoder=None, rows=None, on_progress=None, ctx=None) -> dict:
+    """Judge one mapper on the fresh set: per-kind and overall accuracy, refusal accuracy, failures."""
+    import time
+
+    from .benchmark import make_mapper
+    from .interface import ProgramError, apply_patch, compile_program
+    from .specs import get_spec
+
+    rows = list(rows or load())
+    mappers, per_kind, out_rows, false_refusals = {}, defaultdict(list), [], 0
+    t0 = time.perf_counter()
+    for i, r in enumerate(rows):
+        if ctx is not None:
+            ctx.check_cancelled()
+        dom = get_domain(r["domain"])
+        spec = get_spec(r["domain"], spec_source)
+        if r["domain"] not in mappers:
+            mappers[r["domain"]] = make_mapper(kind, r["domain"], spec, encoder)
+        m = mappers[r["domain"]]
+        before = dom.defaults()
+        refused = False
+        if kind in ("flat", "llm_flat"):
+            after = apply_patch(dom, before, m.map(r["text"], before).patch)
+        else:
+            mp = m.map(r["text"])
+            try:
+                c = compile_program(spec, before, mp.ops)
+                refused, after = not c.ok, (c.state if c.ok else dict(before))
+                refused |= not c.changes and bool(mp.warnings)  # nothing executed, a message shown
+            except ProgramError:
+                refused, after = True, dict(before)
+        v = judge(r, before, after, refused)
+        per_kind[r["kind"]].append(v)
+        false_refusals += refused and not r.get("refuse")
+        out_rows.append({"domain": r["domain"], "kind": r["kind"], "text": r["text"], "ok": v.ok, "why": v.why})
+        if on_progress:
+            on_progress((i + 1) / len(rows), f"{kind}: {i + 1}/{len(rows)}")
+    allv = [v for vs in per_kind.values() for v in vs]
+    exp_refuse = [(r, o) for r, o in zip(rows, out_rows) if r.get("refuse")]
+    return {"mapper": kind, "spec_source": spec_source, "n": len(rows),
+            "accuracy": sum(v.ok for v in allv) / max(len(allv), 1),
+            "direction": sum(v.direction for v in allv) / max(len(allv), 1),
+            "locality": sum(v.locality for v in allv) / max(len(allv), 1),
+            "refusal_correct": sum(o["ok"] for _, o in exp_refuse) / max(len(exp_refuse), 1),
+            "n_refuse": len(exp_refuse),
+            "false_refusals": false_refusals,
+            "by_kind": {k: sum(v.ok for v in per_kind[k]) / len(per_kind[k]) for k in KINDS if per_kind[k]},
+            "n_by_kind": {k: len(per_kind[k]) for k in KINDS if per_kind[k]},
+            "seconds_per_instruction": (time.perf_counter() - t0) / max(len(rows), 1),
+            "rows": out_rows}
