@@ -13,7 +13,7 @@ import warnings
 import numpy as np
 from scipy.stats import norm
 
-MAX_FIT = 600  # baselines fit the most recent points only (speed on 2 cores)
+MAX_FIT = 360  # baselines fit the most recent points only (speed on 2 cores)
 
 
 def mase_scale(history: np.ndarray, m: int) -> float:

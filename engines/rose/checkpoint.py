@@ -17,8 +17,17 @@ import torch
 
 from .model import ROSE, RoseConfig
 
-RELEASE_DIR = Path(__file__).resolve().parent / "release"
-DEFAULT_RELEASE = RELEASE_DIR / "rose_tiny"
+RELEASE_DIR = Path(__file__).resolve().parent / "release"  # the tab's worked example (JSON + PNGs)
+RELEASE_KIND = "rose"
+
+
+def default_release() -> Path:
+    """Stem of the shipped model in the project's model release: release/rose/<key>/rose_tiny.*"""
+    from engines.common import release
+
+    from .release import release_key
+
+    return release.artifact_dir(RELEASE_KIND, release_key()) / "rose_tiny"
 
 # ----------------------------------------------------------------------------- our release format
 
@@ -47,10 +56,10 @@ def save_release(model: ROSE, stem: Path, record: dict) -> dict:
     return manifest
 
 
-def load_release(stem: Path | str = DEFAULT_RELEASE, verify: bool = True) -> tuple[ROSE, dict]:
+def load_release(stem: Path | str | None = None, verify: bool = True) -> tuple[ROSE, dict]:
     from safetensors.torch import load_file
 
-    stem = Path(stem)
+    stem = Path(stem) if stem else default_release()
     if stem.suffix in (".json", ".safetensors"):
         stem = stem.with_suffix("")
     mpath = stem.with_suffix(".json")

@@ -99,13 +99,13 @@ def _model(path: str = ""):
     model pre-trained once (seconds) and cached in the data directory."""
     from engines.common.settings import get_settings
 
-    from .checkpoint import DEFAULT_RELEASE, load_release
+    from .checkpoint import load_release
 
     if path:
         return load_release(path)
     s = get_settings()
     if s.profile != "test":
-        return load_release(DEFAULT_RELEASE)
+        return load_release()
     stem = s.data_dir / "rose" / "rose_micro"
     if not stem.with_suffix(".json").exists():
         from .checkpoint import save_release

@@ -1,4 +1,4 @@
-"""The shipped pre-trained model: ``python -m engines.rose.release`` rebuilds engines/rose/release/rose_tiny.*.
+"""The shipped pre-trained model: ``python -m engines.rose.release`` rebuilds release/rose/<key>/rose_tiny.*.
 
 One command, fixed seed: pre-train the tiny ROSE (≈ 0.3M parameters) on the synthetic multi-domain corpus plus
 the bundled real series that are not held out, measure the register's usage (perplexity, NMI with the generator
@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -17,11 +18,11 @@ import torch
 from engines.common.threads import torch_threads
 
 from . import data, training
-from .checkpoint import DEFAULT_RELEASE, RELEASE_DIR, load_release, save_release
+from .checkpoint import RELEASE_DIR, RELEASE_KIND, load_release, save_release
 from .model import ROSE
 
 RECIPE = {"size": "tiny", "steps": 1200, "batch_size": 48, "lr": 2e-3, "n_series": 6000, "seed": 0,
-          "mask_mode": "freq_multi", "register": True}
+          "mask_mode": "freq_multi", "register": True, "max_seconds": 360}
 EXAMPLE = {"series": "airline", "horizon": 24, "few_shot": True}
 
 
@@ -64,20 +65,49 @@ def pretrain_from_recipe(recipe: dict, on_progress=None) -> tuple[ROSE, dict]:
     corpus = _CORPORA[key]
     t0 = time.perf_counter()
     model, hist = training.pretrain(cfg, corpus, recipe["steps"], recipe["batch_size"], recipe["lr"],
-                                    recipe["seed"], on_progress=on_progress)
-    record = {"recipe": recipe, "train_seconds": round(time.perf_counter() - t0, 1), "loss_curve": hist,
+                                    recipe["seed"], on_progress=on_progress, max_seconds=recipe.get("max_seconds"))
+    record = {"recipe": recipe, "steps_run": hist[-1]["step"] if hist else 0,
+              "train_seconds": round(time.perf_counter() - t0, 1), "loss_curve": hist,
               "corpus": {"synthetic_series": len(corpus.synth), "families": list(data.FAMILIES),
                          "real_series": sorted(corpus.real), "held_out": list(data.HELD_OUT)}}
     return model, record
 
 
+def release_key(recipe: dict | None = None) -> str:
+    """The model's key in the project release: a hash of the recipe and the resulting configuration."""
+    import hashlib
+
+    recipe = {k: v for k, v in (recipe or RECIPE).items() if k != "max_seconds"}  # a budget, not the model
+    cfg = training.config_for(recipe["size"], mask_mode=recipe["mask_mode"])
+    blob = json.dumps({"recipe": recipe, "config": cfg.to_dict()}, sort_keys=True).encode()
+    return f"{recipe['size']}-{hashlib.sha256(blob).hexdigest()[:12]}"
+
+
 def build(steps: int | None = None) -> dict:
+    """Pre-train with the recipe, measure, publish into release/rose/<key>/ (engines.common.release)."""
+    import tempfile
+
+    from engines.common import release
+
+    from .experiment import evaluate_zero_shot, mean_metric
+
     recipe = dict(RECIPE, **({"steps": steps} if steps else {}))
     with torch_threads(1):
         model, record = pretrain_from_recipe(recipe, on_progress=lambda f, m: print(f"{f:5.1%} {m}", flush=True))
         record["register"] = register_usage(model)
-    manifest = save_release(model, DEFAULT_RELEASE, record)
-    print(json.dumps({k: v for k, v in manifest.items() if k not in ("loss_curve",)}, indent=1)[:2000])
+        zs = evaluate_zero_shot(model)
+    record["heldout_zero_shot"] = zs
+    metrics = {"zero_shot_mean_mase": round(mean_metric(zs, "mase"), 4),
+               "zero_shot_mean_mse": round(mean_metric(zs, "mse"), 4),
+               "register_perplexity": round(record["register"]["perplexity"], 3),
+               "register_nmi_family": round(record["register"]["nmi_family"], 4)}
+    with tempfile.TemporaryDirectory() as tmp:
+        manifest = save_release(model, Path(tmp) / "rose_tiny", record)
+        release.publish(RELEASE_KIND, release_key(recipe), Path(tmp), config=manifest["config"],
+                        record={k: v for k, v in record.items() if k != "loss_curve"}, metrics=metrics, half=False,
+                        label=f"rose tiny ({manifest['n_params'] / 1e6:.2f}M) pre-trained",
+                        rebuild="python -m engines.rose.release")
+    print(json.dumps(metrics), flush=True)
     return manifest
 
 
@@ -101,5 +131,5 @@ if __name__ == "__main__":
     a = ap.parse_args()
     if not a.example_only:
         build(a.steps)
-    load_release()  # verifies the sha256
+    load_release()  # verifies the sha256 (and engines.release_models verify checks the release's manifest)
     build_example()

@@ -81,14 +81,20 @@ def _lr_at(step: int, steps: int, lr: float, warmup: int = 100) -> float:
 
 
 def pretrain(cfg: RoseConfig, corpus: Corpus, steps: int, batch: int, lr: float, seed: int,
-             on_progress=None, log_every: int = 50) -> tuple[ROSE, list[dict]]:
+             on_progress=None, log_every: int = 50, max_seconds: float | None = None) -> tuple[ROSE, list[dict]]:
+    """``max_seconds``: a wall-clock budget; after 20 steps the step count (and the cosine schedule) is cut to
+    what fits, so a busy machine trains a shorter but complete schedule (the manifest records the steps)."""
     torch.manual_seed(seed)
     rng = np.random.default_rng(seed + 1)
     model = ROSE(cfg)
     opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=lr, weight_decay=1e-4)
-    history, acc, t_last = [], {}, time.monotonic()
+    history, acc, t_last, t_start = [], {}, time.monotonic(), time.monotonic()
     model.train()
-    for step in range(steps):
+    step = 0
+    while step < steps:
+        if max_seconds and step == 20:
+            per_step = (time.monotonic() - t_start) / 20
+            steps = min(steps, max(40, int(max_seconds / per_step)))
         for g in opt.param_groups:
             g["lr"] = _lr_at(step, steps, lr, warmup=min(100, steps // 10 + 1))
         x, v, fut = sample_batch(corpus, cfg, batch, rng)
@@ -107,6 +113,7 @@ def pretrain(cfg: RoseConfig, corpus: Corpus, steps: int, batch: int, lr: float,
             t_last = time.monotonic()
             last = history[-1]["total"] if history else float("nan")
             on_progress((step + 1) / steps, f"pre-training step {step + 1}/{steps}, loss {last:.3f}")
+        step += 1
     model.copy_tower()
     model.eval()
     return model, history
@@ -163,7 +170,8 @@ def fit_downstream(model: ROSE, X, V, Y, steps: int, lr: float, seed: int = 0, v
                    on_progress=None, check=None) -> tuple[ROSE, dict]:
     """Fine-tune (or train from scratch) on windows with the L1 loss; codebook frozen (freeze_embedding=1).
 
-    With ``val`` = (X, V, Y) the state with the lowest validation MSE (checked 5 times) is kept."""
+    With ``val`` = (X, V, Y) the state with the lowest validation MSE (at the start and 5 times during
+    training) is kept."""
     torch.manual_seed(seed)
     rng = np.random.default_rng(seed)
     horizon = Y.shape[1]
@@ -173,6 +181,10 @@ def fit_downstream(model: ROSE, X, V, Y, steps: int, lr: float, seed: int = 0, v
     opt = torch.optim.AdamW(params, lr=lr, weight_decay=1e-4)
     Xt, Vt, Yt = _t(X), torch.as_tensor(V), _t(Y)
     best, best_val, evals = None, np.inf, []
+    if val is not None:  # the starting point is a candidate too (early stopping may keep it)
+        best_val = _val_mse(model, *val)
+        best = copy.deepcopy(model.state_dict())
+        evals.append({"step": 0, "val_mse": best_val})
     every = max(1, steps // 5)
     t_last = time.monotonic()
     for step in range(steps):
@@ -211,7 +223,7 @@ def _val_mse(model, X, V, Y) -> float:
 
 
 def few_shot_split(y_hist: np.ndarray, cfg: RoseConfig, horizon: int, fraction: float, context=None,
-                   min_windows: int = 8):
+                   min_windows: int = 8, max_val: int = 48):
     """First ``fraction`` of the history's windows for training (at least ``min_windows``), the last 20 %
     (targets strictly after the training windows' targets) for validation."""
     X, V, Y = train_windows(y_hist, cfg, horizon, context)
@@ -222,7 +234,8 @@ def few_shot_split(y_hist: np.ndarray, cfg: RoseConfig, horizon: int, fraction: 
     n_val = max(1, n // 5)
     n_tr = min(max(min_windows, int(round(fraction * n))), max(1, n - n_val - horizon))
     tr = slice(0, n_tr)
-    va = slice(max(n_tr + horizon, n - n_val), n) if n - n_val >= n_tr + horizon else slice(n - n_val, n)
+    va = np.arange(max(n_tr + horizon, n - n_val) if n - n_val >= n_tr + horizon else n - n_val, n)
+    va = va[np.linspace(0, len(va) - 1, min(len(va), max_val)).round().astype(int)]  # at most max_val windows
     return (X[tr], V[tr], Y[tr]), (X[va], V[va], Y[va])
 
 
