@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed
 # Packages whose declared dependencies are wrong for us (CLI plugins, old pins): installed --no-deps.
 NODEPS := requirements-nodeps.txt
 
-.PHONY: install run test test-fast bench reproduce models lint clean fuzz load
+.PHONY: install run test test-fast bench reproduce models lint clean fuzz
 
 $(PY):
 	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -32,13 +32,10 @@ test-fast: install
 	PAPERLAB_PROFILE=test $(PY) -m pytest -q -m "not e2e" $(PYTEST_ARGS)
 
 # Reliability (docs/reliability.md): property-based fuzzing of every parameter model and endpoint
-# (200 examples each), and a 2-minute, 20-client load test (embedded worker, then Redis + 2 workers).
+# (200 examples each); see docs/reliability.md.
 fuzz: install
 	PAPERLAB_PROFILE=test PAPERLAB_FUZZ_EXAMPLES=200 PAPERLAB_FUZZ_REPORT=docs/reliability-fuzz.tsv \
 		$(PY) -m pytest -q tests/reliability/test_params_fuzz.py tests/reliability/test_endpoints_fuzz.py $(PYTEST_ARGS)
-
-load: install
-	$(PY) -m tests.reliability.load $(LOAD_ARGS)
 
 # Budgets (start-up time ...), measured and reported; not part of `make test`. Run on an idle machine.
 bench: install

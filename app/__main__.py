@@ -43,8 +43,8 @@ def main(argv: list[str] | None = None) -> None:
         from workers.embedded import EmbeddedWorker
 
         worker = EmbeddedWorker(s).start()
-        logging.getLogger("paperlab").info("embedded worker started (pid %s, log %s)", worker.proc.pid,
-                                           worker.log_path)
+        logging.getLogger("paperlab").info("embedded worker started (pids %s, log %s)",
+                                           [p.pid for p in worker.procs if p], worker.log_path)
 
     from .ui import build_demo, launch_kwargs
 
@@ -52,6 +52,9 @@ def main(argv: list[str] | None = None) -> None:
     demo.queue(default_concurrency_limit=8)
     try:
         demo.launch(prevent_thread_lock=True, **launch_kwargs(s))
+        from .health import install
+
+        install(demo)
         logging.getLogger("paperlab").info("serving on http://%s:%s after %.2f s", s.host, s.port,
                                            time.perf_counter() - T0)
         demo.block_thread()

@@ -32,7 +32,16 @@ class JobRun:
         self.result: dict | None = None
 
     def stream(self, progress: gr.Progress | None = None, timeout: float | None = None) -> Iterator[JobEvent]:
-        """Yield progress events; store the result; raise gr.Error on failure or cancellation."""
+        """Yield progress events; store the result; raise gr.Error on failure or cancellation.
+
+        The wait is bounded: by default the queue timeout plus the hard time limit (a job stuck in
+        the queue fails earlier, with "no worker is available", from the backend).
+        """
+        if timeout is None:
+            from engines.common.settings import get_settings
+
+            s = get_settings()
+            timeout = s.job_queue_timeout_s + s.hard_time_limit_s + 60
         finished = False
         try:
             for ev in self.backend.events(self.id, timeout=timeout):

@@ -105,7 +105,10 @@ class InlineBackend:
         return job_id
 
     def events(self, job_id: str, timeout: float | None = None) -> Iterator[JobEvent]:
-        job = self._jobs[job_id]
+        job = self._jobs.get(job_id)
+        if job is None:
+            yield JobEvent("error", error=f"unknown job id {job_id[:40]!r}")
+            return
         mono = _Monotone()
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
@@ -151,7 +154,7 @@ class CeleryBackend:
         for snap in client.wait(self.app, job_id, timeout=timeout, poll_s=self.poll_s):
             if snap.state == "succeeded":
                 ev = JobEvent("result", 1.0, "done", result=snap.result)
-            elif snap.state == "failed":
+            elif snap.state in ("failed", "unknown"):
                 ev = JobEvent("error", snap.fraction, error=snap.error)
             elif snap.state == "cancelled":
                 ev = JobEvent("cancelled", snap.fraction, snap.message)

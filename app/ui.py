@@ -31,6 +31,9 @@ def build_demo() -> gr.Blocks:
         with gr.Tabs(overflow_behavior="wrap"):
             with gr.Tab("Papers", id="landing"):
                 gr.HTML(landing_html(), elem_id="landing")
+                from .health import build as _health_line
+
+                _health_line()
                 _landing_extras()
             for m in available():
                 with gr.Tab(m.title, id=m.id, elem_id=f"tab-{m.id}"):

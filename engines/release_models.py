@@ -89,12 +89,8 @@ def publish_zoo(name: str, config: dict | None = None, label: str = "") -> list[
     _say(f"  float16: {m16}" + (f" (moved: {moved}; shipping float32)" if moved else " (no metric moved: shipping float16)"))
     if moved:
         release.publish("zoo", f"{name}/{h}", d, metrics=m32, half=False, **common)
-    else:
-        mf = json.loads((release.artifact_dir("zoo", f"{name}/{h}") / release.MANIFEST).read_text())
-        mf["metrics_float32"] = m32
-        mf["metrics"] = m16
-        (release.artifact_dir("zoo", f"{name}/{h}") / release.MANIFEST).write_text(json.dumps(mf, indent=1))
-        release._register("zoo", f"{name}/{h}", mf)
+    else:  # the manifest's metrics are those of the shipped (float16) files
+        release.update_manifest("zoo", f"{name}/{h}", metrics=m16, metrics_float32=m32)
     return heldout.compare(m16 if not moved else m32, old["metrics"]) if old else []
 
 

@@ -110,9 +110,27 @@ def inline_backend():
     set_backend(None)
 
 
+def patient_url_ok(url: str) -> bool:
+    """Gradio's launch check with a 30 s budget (its own gives up after 3 s: the config of 20 tabs
+    takes longer than that to render on a loaded 2-core machine)."""
+    import httpx
+
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < 30:
+        try:
+            if httpx.head(url, timeout=30).status_code in (200, 401, 302, 307):
+                return True
+        except Exception:
+            time.sleep(0.5)
+    return False
+
+
 @pytest.fixture(scope="session")
 def inline_app():
     """The whole app served in this process with jobs run inline: (url, demo)."""
+    import gradio.networking
+
+    gradio.networking.url_ok = patient_url_ok
     from app.jobs import InlineBackend, set_backend
     from app.ui import build_demo, launch_kwargs
     from engines.common.settings import get_settings

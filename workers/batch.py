@@ -8,7 +8,7 @@
 Uses the same broker settings as the app (``PAPERLAB_BROKER_URL``; empty = the
 embedded filesystem broker under the data directory). ``--start-worker``
 starts an embedded worker for the duration of the command. Exit codes: 0 ok,
-2 bad input, 3 job failed or cancelled, 4 still running / timeout.
+2 bad input, 3 job failed or cancelled, 4 still running / timeout, 5 unknown job id.
 """
 from __future__ import annotations
 
@@ -85,17 +85,25 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             if worker is not None:
                 worker.stop()
+        if snap.state == "unknown":
+            print(f"error: {snap.error}", file=sys.stderr)
+            return 5
         if snap.state != "succeeded":
             print(f"error: job {job} {snap.state}: {snap.error or snap.message}", file=sys.stderr)
             return 3
         print(json.dumps(snap.result))
         return 0
 
+    snap = client.snapshot(app, args.job)
+    if snap.state == "unknown":
+        if args.cmd == "status":
+            _print_snapshot(snap)
+        print(f"error: {snap.error}", file=sys.stderr)
+        return 5
     if args.cmd == "cancel":
         client.cancel(app, args.job)
         print(f"cancel requested for {args.job}")
         return 0
-    snap = client.snapshot(app, args.job)
     if args.cmd == "status":
         _print_snapshot(snap)
         return 0

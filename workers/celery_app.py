@@ -64,8 +64,9 @@ def make_celery(settings: Settings | None = None) -> Celery:
         task_serializer="json",
         result_serializer="json",
         accept_content=["json"],
-        result_extended=True,
-        result_expires=7 * 24 * 3600,
+        # Never True: it would store every job's arguments (uploads included) with its result.
+        result_extended=False,
+        result_expires=s.result_expires_s,
         worker_hijack_root_logger=False,
         worker_send_task_events=False,
         broker_connection_retry_on_startup=True,

@@ -2,9 +2,21 @@
 
 Used by the web app's ``CeleryBackend`` and by the batch CLI. Parameters are
 validated here, before anything is queued, so a bad value never costs a job.
+
+Every state ends in bounded time (docs/reliability.md):
+
+* ``submit`` writes a job record (entry, queue time, attempt; small parameters) next to the
+  results, so an id nobody submitted is reported as ``unknown`` rather than "queued";
+* a job no worker picked up within ``job_queue_timeout_s`` fails with "no worker is available";
+* a running job whose worker sent no heartbeat for ``job_stale_after_s`` (or never sent one) is
+  lost: an ``idempotent`` entry is sent again once (attempt 2; the old delivery, if Redis
+  redelivers it, sees it is superseded and does not run), any other entry fails with a message;
+* a job reported failed is marked final in its record, so a late redelivery never reruns it.
 """
 from __future__ import annotations
 
+import json
+import logging
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -18,9 +30,13 @@ from engines.common.params import validate
 from engines.common.settings import get_settings
 
 from .celery_app import TASK_NAME
-from .tasks import CANCELLED, cancel_key, heartbeat_key
+from .tasks import CANCELLED, cancel_key, heartbeat_key, read_record, record_key
 
-State = Literal["queued", "running", "succeeded", "failed", "cancelled"]
+log = logging.getLogger("paperlab.jobs")
+
+State = Literal["queued", "running", "succeeded", "failed", "cancelled", "unknown"]
+NO_WORKER = "no worker is available to run this job (it waited {waited:.0f} s in the queue); try again later"
+LOST = "the worker running this job stopped responding (killed or lost); the job failed, run it again"
 
 
 @dataclass
@@ -36,7 +52,7 @@ class Snapshot:
 
     @property
     def done(self) -> bool:
-        return self.state in ("succeeded", "failed", "cancelled")
+        return self.state in ("succeeded", "failed", "cancelled", "unknown")
 
 
 def submit(app: Celery, method_id: str, entry: str, params: dict[str, Any], job_id: str | None = None) -> str:
@@ -44,13 +60,60 @@ def submit(app: Celery, method_id: str, entry: str, params: dict[str, Any], job_
     model = registry.params_model(method_id, entry)
     clean = validate(model, params).model_dump(mode="json")
     job_id = job_id or uuid.uuid4().hex
+    rec = {"method": method_id, "entry": entry, "queue": ent.queue, "queued_at": time.time(), "attempt": 1,
+           "idempotent": bool(ent.idempotent)}
+    payload = json.dumps(clean)
+    if len(payload) <= get_settings().job_record_max_bytes:
+        rec["params"] = clean  # kept (until result_expires) only to retry a lost idempotent job
+    _write_record(app, job_id, rec)
     app.send_task(TASK_NAME, args=[method_id, entry, clean], task_id=job_id, queue=ent.queue)
     return job_id
+
+
+def _write_record(app: Celery, job_id: str, rec: dict) -> None:
+    app.backend.set(record_key(job_id), json.dumps(rec))
+
+
+def _fail(app: Celery, job_id: str, msg: str, rec: dict | None, fraction: float = 0.0) -> Snapshot:
+    """Report a job failed for good: stored as FAILURE, marked final so no delivery runs it later."""
+    if rec is not None:
+        rec.update(final="failed", error=msg)
+        _write_record(app, job_id, rec)
+    app.backend.set(cancel_key(job_id), b"1")  # a delivery already running stops at its next check
+    app.backend.mark_as_failure(job_id, RuntimeError(msg))
+    return Snapshot(job_id, "failed", fraction, error=msg)
+
+
+def _retry(app: Celery, job_id: str, rec: dict, why: str) -> Snapshot:
+    """Send a lost idempotent job again as attempt 2 (same id, same parameters)."""
+    rec.update(attempt=int(rec.get("attempt", 1)) + 1, queued_at=time.time(), retried_because=why)
+    _write_record(app, job_id, rec)
+    for key in (heartbeat_key(job_id), _seen_key(job_id)):
+        try:
+            app.backend.delete(key)
+        except Exception:  # pragma: no cover - best effort
+            pass
+    app.backend.store_result(job_id, {"fraction": 0.0, "message": "retrying"}, "PENDING")
+    app.send_task(TASK_NAME, args=[rec["method"], rec["entry"], rec["params"]], kwargs={"attempt": rec["attempt"]},
+                  task_id=job_id, queue=rec.get("queue", "cpu"))
+    log.warning("job %s lost (%s): sent again as attempt %s", job_id, why, rec["attempt"])
+    return Snapshot(job_id, "queued", message=f"{why}; running it again (attempt {rec['attempt']})")
+
+
+def _can_retry(rec: dict | None) -> bool:
+    return bool(rec and rec.get("idempotent") and "params" in rec and int(rec.get("attempt", 1)) < 2
+                and not rec.get("final"))
+
+
+def _seen_key(job_id: str) -> bytes:
+    return f"paperlab-seen-running-{job_id}".encode()
 
 
 def _error_text(info: Any) -> str:
     if isinstance(info, BaseException):
         name = type(info).__name__
+        if name == "WorkerLostError":
+            return LOST
         text = str(info) or name
         return text if name in ("ParamError", "ValueError", "RuntimeError") else f"{name}: {text}"
     if isinstance(info, dict) and "exc_message" in info:
@@ -64,11 +127,22 @@ def snapshot(app: Celery, job_id: str) -> Snapshot:
     state = res.state
     info = res.info
     if state == "PENDING":
-        return Snapshot(job_id, "queued", message="waiting for a worker")
+        rec = read_record(app.backend, job_id)
+        if rec is None:
+            return Snapshot(job_id, "unknown", error=f"unknown job id {job_id[:40]!r} (never submitted, or expired)")
+        waited = time.time() - float(rec.get("queued_at", time.time()))
+        if waited > get_settings().job_queue_timeout_s:
+            return _fail(app, job_id, NO_WORKER.format(waited=waited), rec)
+        return Snapshot(job_id, "queued", message=f"waiting for a worker ({waited:.0f} s)")
     if state == "SUCCESS":
         return Snapshot(job_id, "succeeded", 1.0, "done", result=info)
     if state == "FAILURE":
-        return Snapshot(job_id, "failed", error=_error_text(info))
+        err = _error_text(info)
+        if err == LOST:
+            rec = read_record(app.backend, job_id)
+            if _can_retry(rec):
+                return _retry(app, job_id, rec, "the worker running this job was lost")
+        return Snapshot(job_id, "failed", error=err)
     if state in ("REVOKED", CANCELLED):
         meta = info if isinstance(info, dict) else {}
         return Snapshot(job_id, "cancelled", meta.get("fraction", 0.0), meta.get("message", "cancelled"))
@@ -76,19 +150,25 @@ def snapshot(app: Celery, job_id: str) -> Snapshot:
     snap = Snapshot(job_id, "running", float(meta.get("fraction", 0.0)), meta.get("message", "started"),
                     preview=meta.get("preview"))
     if _lost(app, job_id):
-        msg = ("the worker running this job stopped responding (killed or lost); "
-               "the job failed, run it again")
-        app.backend.mark_as_failure(job_id, RuntimeError(msg))
-        return Snapshot(job_id, "failed", snap.fraction, error=msg)
+        rec = read_record(app.backend, job_id)
+        if _can_retry(rec):
+            return _retry(app, job_id, rec, "the worker running this job stopped responding")
+        return _fail(app, job_id, LOST, rec, snap.fraction)
     return snap
 
 
 def _lost(app: Celery, job_id: str) -> bool:
+    """No heartbeat for ``job_stale_after_s`` — counting from when it was first seen running if none came."""
+    now = time.time()
     beat = app.backend.get(heartbeat_key(job_id))
     if beat is None:
-        return False  # started but no heartbeat yet
+        seen = app.backend.get(_seen_key(job_id))
+        if seen is None:
+            app.backend.set(_seen_key(job_id), str(now))
+            return False
+        beat = seen
     try:
-        return time.time() - float(beat) > get_settings().job_stale_after_s
+        return now - float(beat) > get_settings().job_stale_after_s
     except ValueError:
         return False
 
@@ -96,6 +176,12 @@ def _lost(app: Celery, job_id: str) -> bool:
 def cancel(app: Celery, job_id: str) -> None:
     """Set the cooperative cancel flag (running job) and revoke (queued job)."""
     app.backend.set(cancel_key(job_id), b"1")
+    if AsyncResult(job_id, app=app).state == "PENDING":  # nobody runs it: cancelled now, and for good
+        rec = read_record(app.backend, job_id)
+        if rec is not None:
+            rec.update(final="cancelled")
+            _write_record(app, job_id, rec)
+            app.backend.store_result(job_id, {"fraction": 0.0, "message": "cancelled before it started"}, CANCELLED)
     try:
         app.control.revoke(job_id)
     except Exception:  # pragma: no cover - revoke is best effort; the flag suffices

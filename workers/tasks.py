@@ -36,6 +36,44 @@ def heartbeat_key(job_id: str) -> bytes:
     return f"paperlab-heartbeat-{job_id}".encode()
 
 
+def record_key(job_id: str) -> bytes:
+    """The job record the client writes at submission: entry, queue time, attempt (see client.py)."""
+    return f"paperlab-job-{job_id}".encode()
+
+
+FINAL_STATES = ("SUCCESS", "FAILURE", "REVOKED", CANCELLED)
+
+
+def read_record(backend, job_id: str) -> dict | None:
+    import json
+
+    raw = backend.get(record_key(job_id))
+    if raw is None:
+        return None
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return None
+
+
+def stale_delivery(backend, job_id: str, attempt: int) -> str | None:
+    """Why this delivery must not run (already finished or reported, or superseded by a retry), or None.
+
+    With ``acks_late`` a message whose worker died is redelivered (Redis: after the visibility
+    timeout). By then the web process has reported the job failed, or retried it as attempt 2:
+    the old delivery must not run it again.
+    """
+    state = backend.get_task_meta(job_id, cache=False).get("status")
+    if state in FINAL_STATES:
+        return f"already {state}"
+    rec = read_record(backend, job_id)
+    if rec is not None and rec.get("final"):
+        return f"already reported {rec['final']}"
+    if rec is not None and int(rec.get("attempt", 1)) != attempt:
+        return f"superseded by attempt {rec.get('attempt')}"
+    return None
+
+
 class CeleryContext(LocalContext):
     """JobContext backed by the Celery result backend."""
 
@@ -84,9 +122,16 @@ class _Heartbeat(threading.Thread):
             self.stop.wait(HEARTBEAT_S)
 
 
-@shared_task(bind=True, name=TASK_NAME)
-def run_entry(self, method_id: str, entry: str, params: dict[str, Any]) -> dict[str, Any]:
+# track_started=False for this task only: Celery would store STARTED before the body runs, over a
+# state the web process already reported (redelivery); the body reports "started" itself once it
+# has checked that this delivery should run.
+@shared_task(bind=True, name=TASK_NAME, track_started=False)
+def run_entry(self, method_id: str, entry: str, params: dict[str, Any], attempt: int = 1) -> dict[str, Any]:
     job_id = self.request.id
+    why = stale_delivery(self.backend, job_id, attempt)
+    if why is not None:
+        logger.warning("job %s (attempt %s) not run: %s", job_id, attempt, why)
+        raise Ignore()
     ctx = CeleryContext(self, job_id)
     if ctx.cancelled():
         self.update_state(state=CANCELLED, meta={"fraction": 0.0, "message": "cancelled before it started"})

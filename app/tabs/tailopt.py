@@ -84,7 +84,7 @@ def build() -> None:
                                        label="Methods")
             with gr.Accordion("Hyper-parameters and thresholds", open=False):
                 tune = gr.Checkbox(True, label="Tune every method on a validation seed (same budget each)")
-                budget = gr.Slider(2, 32, value=8, step=1, label="Configurations per method when tuning")
+                budget = gr.Slider(2, 32, value=6, step=1, label="Configurations per method when tuning")
                 auto = gr.Checkbox(True, label="Auto thresholds (multiples of the probe gradient scale)")
                 with gr.Row():
                     lr_in = gr.Number(0.005, label="inner lr η_ℓ")

@@ -5,19 +5,12 @@ Every function takes a result dict (the JSON form of the entry point's result) a
 from __future__ import annotations
 
 import math
+from engines.common.figures import colormap, subplots
 
 COLORS = {"cl": "#d62728", "replay": "#1f77b4", "ewc": "#2ca02c", "replay_ewc": "#9467bd"}
 SEL_COLORS = {"random": "#7f7f7f", "mid": "#ff7f0e", "small": "#1f77b4", "big": "#2ca02c", "herding": "#9467bd"}
 CLASS_COLORS = ("#1f77b4", "#d62728")  # j = −1, j = +1
 
-
-def _plt():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
 
 
 def _timeline(ax, epochs: list[int], e1: int) -> list[float]:
@@ -40,8 +33,7 @@ def _timeline(ax, epochs: list[int], e1: int) -> list[float]:
 
 def curves_figure(res: dict):
     """Task-1 and task-2 test error over both tasks for every variant, and the final errors."""
-    plt = _plt()
-    fig, (ax, bx) = plt.subplots(1, 2, figsize=(11, 3.8), gridspec_kw={"width_ratios": [2.2, 1]})
+    fig, (ax, bx) = subplots(1, 2, figsize=(11, 3.8), gridspec_kw={"width_ratios": [2.2, 1]})
     ep = _timeline(ax, res["epochs"], res["epochs1"])
     for v, lab in zip(res["variants"], res["labels"]):
         ax.plot(ep, res["task1_error"][v], color=COLORS[v], lw=2, label=f"{lab}: task 1")
@@ -69,11 +61,10 @@ def curves_figure(res: dict):
 
 def neurons_figure(res: dict, variant: str = "cl"):
     """The filters in the (μ₁, μ₂) plane and their signal/noise coefficients γ, ρ over training."""
-    plt = _plt()
     variant = variant if variant in res["traces"] else res["variants"][0]
     tr = res["traces"][variant]
     m = res["m"]
-    fig, (ax, bx, cx) = plt.subplots(1, 3, figsize=(13, 4.0), gridspec_kw={"width_ratios": [1, 1.3, 1.3]})
+    fig, (ax, bx, cx) = subplots(1, 3, figsize=(13, 4.0), gridspec_kw={"width_ratios": [1, 1.3, 1.3]})
     mu1, mu2 = res["mu1"], res["mu2"]
     lim = 1.15 * max(1e-9, max(abs(c) for xy in tr["xy_final"] + tr["xy_task1"] for c in xy))
     for mu, name in ((mu1, "μ₁"), (mu2, "μ₂")):
@@ -116,10 +107,9 @@ def neurons_figure(res: dict, variant: str = "cl"):
 
 def sweep_figure(res: dict):
     """Task-1 error after task 2 against θ, seed bands, the knees θ_c, benign / harmful regions."""
-    plt = _plt()
     import numpy as np
 
-    fig, ax = plt.subplots(figsize=(8.5, 4.4))
+    fig, ax = subplots(figsize=(8.5, 4.4))
     a = np.array(res["angles"])
     by = {c["variant"]: c for c in res["curves"]}
     k_cl = by["cl"]["knee"] if "cl" in by else None
@@ -156,11 +146,10 @@ def sweep_figure(res: dict):
 def bins_figure(res: dict):
     """Task-1 accuracy after task 2 against the replay-buffer size, one curve per task angle
     (the layout of the paper's MNIST figure), and the mean forgetting per angle."""
-    plt = _plt()
     import numpy as np
 
-    fig, (ax, bx) = plt.subplots(1, 2, figsize=(11, 3.8), gridspec_kw={"width_ratios": [1.6, 1]})
-    cmap = plt.cm.viridis
+    fig, (ax, bx) = subplots(1, 2, figsize=(11, 3.8), gridspec_kw={"width_ratios": [1.6, 1]})
+    cmap = colormap("viridis")
     bins = sorted(res["bins"], key=lambda b: b["angle"])
     for i, b in enumerate(bins):
         col = cmap(i / max(1, len(bins) - 1))
@@ -190,11 +179,10 @@ def bins_figure(res: dict):
 def selection_figure(res: dict):
     """Cosine to the class prototype of every task-1 sample with each selector's picks, and the
     forgetting each buffer leaves."""
-    plt = _plt()
     import numpy as np
 
     outs = res["outcomes"]
-    fig, (ax, bx) = plt.subplots(1, 2, figsize=(11, 3.8), gridspec_kw={"width_ratios": [1.4, 1]})
+    fig, (ax, bx) = subplots(1, 2, figsize=(11, 3.8), gridspec_kw={"width_ratios": [1.4, 1]})
     cos = np.array(res["cosines"])
     ax.hist(cos, bins=30, color="#ccc", label="all task-1 samples")
     top = ax.get_ylim()[1]
@@ -225,7 +213,6 @@ def selection_figure(res: dict):
 
 def selection_gallery(res: dict):
     """The replayed task-1 images of seed 0, one row per selector (class 0 picks, then class 1)."""
-    plt = _plt()
     import numpy as np
 
     outs = res["outcomes"]
@@ -233,7 +220,7 @@ def selection_gallery(res: dict):
     h, w = res["image_shape"]
     labels = np.array(res["labels"])
     cols = max(len(o["picked"]) for o in outs)
-    fig, axes = plt.subplots(len(outs), cols, figsize=(0.75 * cols + 1.2, 0.8 * len(outs) + 0.3), squeeze=False)
+    fig, axes = subplots(len(outs), cols, figsize=(0.75 * cols + 1.2, 0.8 * len(outs) + 0.3), squeeze=False)
     for r, o in enumerate(outs):
         picks = sorted(o["picked"], key=lambda i: (labels[i], i))
         for c in range(cols):

@@ -55,11 +55,9 @@ class ArtifactStore:
 
     def save_figure(self, name: str, fig, dpi: int = 110) -> str:
         """Save a matplotlib figure as PNG and close it."""
-        import matplotlib.pyplot as plt
 
         p = self.path(name)
         fig.savefig(p, dpi=dpi, bbox_inches="tight")
-        plt.close(fig)
         return self._ref(name)
 
     def save_image(self, name: str, array) -> str:

@@ -256,6 +256,15 @@ def publish(kind: str, key: str, src: Path, *, config: dict, record: dict, metri
     return m
 
 
+def update_manifest(kind: str, key: str, **fields) -> dict:
+    """Change fields of a published manifest (e.g. the metrics measured on the shipped files); re-registered."""
+    f = artifact_dir(kind, key) / MANIFEST
+    m = {**json.loads(f.read_text()), **fields}
+    f.write_text(json.dumps(m, indent=1))
+    _register(kind, key, m)
+    return m
+
+
 def _register(kind: str, key: str, m: dict) -> None:
     rel = read_release()
     rel.setdefault("artifacts", {})[f"{kind}/{key}"] = {

@@ -33,6 +33,12 @@ class Settings(BaseSettings):
     hard_time_limit_s: int = Field(default=3 * 3600 + 300, ge=20)
     # A running job whose worker sent no heartbeat for this long is declared lost (failed).
     job_stale_after_s: float = Field(default=20.0, ge=2.0)
+    # A job that no worker picked up within this many seconds fails with "no worker is available".
+    job_queue_timeout_s: float = Field(default=180.0, ge=2.0, le=86400.0)
+    # How long finished jobs' results (and their job records) are kept in the result backend.
+    result_expires_s: int = Field(default=24 * 3600, ge=60, le=30 * 24 * 3600)
+    # Job records larger than this keep no parameters (no automatic retry; nothing big is stored).
+    job_record_max_bytes: int = Field(default=64 * 1024, ge=0)
     embedded_worker: bool = True
     embedded_concurrency: int = Field(default=1, ge=1, le=16)
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+from engines.common.figures import subplots
 
 GROUP_COLORS = ("#3b7dd8", "#e4572e")  # s = 0, s = 1
 VARIANT_COLORS = {"real": "#555555", "vanilla": "#9e9e9e", "struct_only": "#f2a541", "feat_only": "#6cc0a5",
@@ -45,7 +45,7 @@ def inspect_figure(g, bias: dict, biased_feature: int | None = None):
     """Drawing of the real graph and the group-conditional histogram of its most biased feature."""
     from .metrics import most_biased_feature
 
-    fig, (a, b) = plt.subplots(1, 2, figsize=(10, 4.4), gridspec_kw={"width_ratios": [1.4, 1]})
+    fig, (a, b) = subplots(1, 2, figsize=(10, 4.4), gridspec_kw={"width_ratios": [1.4, 1]})
     draw_graph(a, g, f"{g.name}: {g.n} nodes, {g.m} edges — h_s = {bias['h_s']:.2f} "
                      f"(random mixing {bias['h_s_random']:.2f})")
     k = most_biased_feature(g.X, g.s) if biased_feature is None else biased_feature
@@ -76,7 +76,7 @@ def drawings_figure(real, samples: dict):
     from .params import VARIANT_LABELS
 
     items = [("real", real)] + list(samples.items())
-    fig, axes = plt.subplots(1, len(items), figsize=(3.3 * len(items), 3.6))
+    fig, axes = subplots(1, len(items), figsize=(3.3 * len(items), 3.6))
     axes = np.atleast_1d(axes)
     for ax, (name, g) in zip(axes, items):
         h, _ = sensitive_homophily(g.edges, g.s)
@@ -92,7 +92,7 @@ def fairness_bars(res: dict, ax=None):
     rows = res["rows"]
     fig = None
     if ax is None:
-        fig, ax = plt.subplots(figsize=(7.5, 3.6))
+        fig, ax = subplots(figsize=(7.5, 3.6))
     x = np.arange(len(rows))
     w = 0.38
     for k, (key, hatch) in enumerate((("delta_sp", ""), ("delta_eo", "//"))):
@@ -115,7 +115,7 @@ def fairness_bars(res: dict, ax=None):
 def pareto_figure(res: dict, key: str = "delta_sp"):
     """Accuracy against ΔSP (or ΔEO) for each λ, the real-graph GCN as a reference, the Pareto front joined."""
     rows = res["rows"]
-    fig, ax = plt.subplots(figsize=(6, 4))
+    fig, ax = subplots(figsize=(6, 4))
     xs = np.array([r["mean"][key] for r in rows])
     ys = np.array([r["mean"]["accuracy"] for r in rows])
     ax.errorbar(xs, ys, xerr=[r["std"][key] for r in rows], yerr=[r["std"]["accuracy"] for r in rows], fmt="none",
@@ -146,7 +146,7 @@ def histogram_figure(res: dict):
     h = res["histogram"]
     bins = np.array(h["bins"])
     names = list(h["density"])
-    fig, axes = plt.subplots(1, len(names), figsize=(2.8 * len(names), 2.8), sharey=True)
+    fig, axes = subplots(1, len(names), figsize=(2.8 * len(names), 2.8), sharey=True)
     axes = np.atleast_1d(axes)
     from .params import VARIANT_LABELS
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from .params import METHOD_LABELS
+from engines.common.figures import colormap, subplots
 
 COLORS = {"kl_ucb": "#d62728", "kl_greedy": "#ff7f0e", "ucb": "#1f77b4", "vw_softmax": "#2ca02c"}
 
@@ -11,10 +12,9 @@ def regret_figure(res: dict):
     import matplotlib
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
     import numpy as np
 
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+    fig, axes = subplots(1, 2, figsize=(11, 4.2))
     for ax, logx in zip(axes, (False, True)):
         for c in res["curves"]:
             T = np.array(c["horizons"], float)
@@ -45,11 +45,10 @@ def policy_figure(res: dict):
     import matplotlib
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
     import numpy as np
 
     snap = res.get("snapshot")
-    fig, axes = plt.subplots(1, 2, figsize=(11, 3.6))
+    fig, axes = subplots(1, 2, figsize=(11, 3.6))
     if not snap:
         for ax in axes:
             ax.axis("off")
@@ -65,7 +64,7 @@ def policy_figure(res: dict):
     axes[0].bar(x - 0.4 + 1.5 * w, snap["pistar"], w, label="π* (optimal Gibbs)", color="black")
     for i, k in enumerate(picks):
         axes[0].bar(x - 0.4 + (2.5 + i) * w, pols[k], w, label=f"π_t, t = {snap['rounds'][k]}",
-                    color=plt.cm.Reds(0.35 + 0.6 * i / max(1, len(picks) - 1)))
+                    color=colormap("Reds")(0.35 + 0.6 * i / max(1, len(picks) - 1)))
     axes[0].set_xlabel("arm")
     axes[0].set_ylabel("probability")
     axes[0].set_title(f"{METHOD_LABELS[method]} on context 0 converges to π*", fontsize=10)
@@ -86,9 +85,8 @@ def eta_figure(res: dict):
     import matplotlib
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(6, 3.8))
+    fig, ax = subplots(figsize=(6, 3.8))
     for m, vals in res["final_regret"].items():
         ax.errorbar(res["etas"], vals, yerr=res["final_std"][m], fmt="o-", color=COLORS[m], label=METHOD_LABELS[m])
     ax.set_xscale("log")
@@ -109,12 +107,11 @@ def rlhf_figure(res: dict):
     import matplotlib
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
     import numpy as np
 
     from .rlhf import METHODS
 
-    fig, axes = plt.subplots(1, 2, figsize=(11, 3.6))
+    fig, axes = subplots(1, 2, figsize=(11, 3.6))
     for m, cum in res["cumulative_regret"].items():
         t = np.arange(1, len(cum) + 1)
         axes[0].plot(t, cum, "o-", ms=2, color=RLHF_COLORS[m], label=METHODS[m])

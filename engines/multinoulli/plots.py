@@ -2,19 +2,12 @@
 from __future__ import annotations
 
 import numpy as np
+from engines.common.figures import colormap, subplots
 
 COLORS = {"scg": "#d62728", "greedy": "#1f77b4", "residual_random_greedy": "#17becf",
           "distorted_local_search": "#2ca02c", "continuous_greedy": "#9467bd", "random": "#7f7f7f",
           "brute_force": "black"}
 
-
-def _plt():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
 
 
 def smooth(y, w: int) -> np.ndarray:
@@ -31,8 +24,7 @@ def smooth(y, w: int) -> np.ndarray:
 
 def value_figure(res: dict):
     """Objective value against the number of f-evaluations (log-x): whole runs (left), final values (right)."""
-    plt = _plt()
-    fig, (ax, az) = plt.subplots(1, 2, figsize=(12, 4.6), gridspec_kw={"width_ratios": [1.25, 1]})
+    fig, (ax, az) = subplots(1, 2, figsize=(12, 4.6), gridspec_kw={"width_ratios": [1.25, 1]})
     for r in res["runs"]:
         m, col = r["method"], COLORS[r["method"]]
         x = np.maximum(np.array(r["curve_evals"], float), 1.0)
@@ -73,9 +65,8 @@ def value_figure(res: dict):
 
 def priors_figure(res: dict):
     """Final multinoulli priors per block, and how concentrated each block's prior is over iterations."""
-    plt = _plt()
     scg = res.get("scg")
-    fig, axes = plt.subplots(1, 2, figsize=(11, 3.8), gridspec_kw={"width_ratios": [1.6, 1]})
+    fig, axes = subplots(1, 2, figsize=(11, 3.8), gridspec_kw={"width_ratios": [1.6, 1]})
     if not scg:
         for ax in axes:
             ax.axis("off")
@@ -125,7 +116,6 @@ def selection_figure(inst, selection: list[int], label: str, other: list[int] | 
 
 
 def storyboard(inst, selection: list[int], label: str):
-    plt = _plt()
     part = inst.partition
     thumbs, times = inst.view["thumbs"], inst.view["times"]
     B = int(part.budgets.max())
@@ -133,7 +123,7 @@ def storyboard(inst, selection: list[int], label: str):
     cols = min(K, 10)
     rows_of_segments = int(np.ceil(K / cols))
     aspect = thumbs.shape[1] / thumbs.shape[2]
-    fig, axes = plt.subplots(B * rows_of_segments, cols, squeeze=False,
+    fig, axes = subplots(B * rows_of_segments, cols, squeeze=False,
                              figsize=(1.45 * cols, (1.45 * aspect + 0.3) * B * rows_of_segments + 0.4))
     for ax in axes.ravel():
         ax.axis("off")
@@ -153,16 +143,15 @@ def storyboard(inst, selection: list[int], label: str):
 def graph_view(inst, selection: list[int], label: str):
     import networkx as nx
 
-    plt = _plt()
     G = inst.view["graph"]
     part = inst.partition
     pos = nx.spring_layout(G, seed=1)
     sel = np.zeros(G.number_of_nodes(), bool)
     sel[selection] = True
     covered = inst.objective.A[selection].any(0)
-    fig, ax = plt.subplots(figsize=(7, 5.2))
+    fig, ax = subplots(figsize=(7, 5.2))
     nx.draw_networkx_edges(G, pos, ax=ax, alpha=0.15, width=0.6)
-    cmap = plt.cm.tab20
+    cmap = colormap("tab20")
     colors = [cmap(part.block_of[v] % 20) for v in G.nodes()]
     sizes = [140 if sel[v] else (30 if covered[v] else 12) for v in G.nodes()]
     edge = ["black" if sel[v] else "none" for v in G.nodes()]
@@ -176,13 +165,12 @@ def graph_view(inst, selection: list[int], label: str):
 
 
 def design_view(inst, selection: list[int], label: str, other: list[int] | None):
-    plt = _plt()
     X = inst.view["X"]
     Xc = X - X.mean(0)
     U, s, Vt = np.linalg.svd(Xc, full_matrices=False)
     Z = Xc @ Vt[:2].T
     part = inst.partition
-    fig, ax = plt.subplots(figsize=(7, 5))
+    fig, ax = subplots(figsize=(7, 5))
     ax.scatter(Z[:, 0], Z[:, 1], c=part.block_of[: len(Z)] % 10, cmap="tab10", s=14, alpha=0.45)
     ax.scatter(Z[selection, 0], Z[selection, 1], s=130, facecolors="none", edgecolors="#d62728", linewidths=2,
                label=label)
@@ -197,8 +185,7 @@ def design_view(inst, selection: list[int], label: str, other: list[int] | None)
 
 
 def sweep_figure(res: dict):
-    plt = _plt()
-    fig, ax = plt.subplots(figsize=(6.5, 4))
+    fig, ax = subplots(figsize=(6.5, 4))
     T = np.array(res["Ts"])
     ax.errorbar(T, res["mean"], yerr=res["std"], fmt="o-", color=COLORS["scg"], capsize=3,
                 label="Multinoulli-SCG (rounded)")

@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import sounds
+from engines.common.figures import subplots
 
 OVERLAY = np.array([0.0, 0.9, 1.0])
 
@@ -34,10 +35,9 @@ def results_figure(mel_obj, mel_whole, w_used, w_attn, probs_obj, probs_whole, c
     import matplotlib
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
 
     g = int(round(len(w_used) ** 0.5))
-    fig, ax = plt.subplots(2, 3, figsize=(12, 6.2), gridspec_kw=dict(width_ratios=[1, 1, 1.4]))
+    fig, ax = subplots(2, 3, figsize=(12, 6.2), gridspec_kw=dict(width_ratios=[1, 1, 1.4]))
     for a, w, title in ((ax[0, 0], w_used, f"weights used ({mode_label})"), (ax[0, 1], w_attn, attn_label)):
         im = a.imshow(np.asarray(w).reshape(g, g), cmap="magma")
         a.set_title(title, fontsize=9)
@@ -65,7 +65,6 @@ def benchmark_figure(res: dict):
     import matplotlib
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
 
     names = [("acc_mask", "mask (ours)"), ("acc_mask_interior", "mask (interior)"),
              ("acc_text_attention", "text attention"), ("acc_whole", "whole image"),
@@ -73,7 +72,7 @@ def benchmark_figure(res: dict):
     names = [(k, n) for k, n in names if res.get(k) is not None]
     colours = {"acc_mask": "tab:green", "acc_mask_interior": "tab:green", "acc_text_attention": "tab:olive",
                "acc_whole": "tab:gray", "acc_text_only_all": "tab:gray", "acc_additive_mask": "tab:red"}
-    fig, ax = plt.subplots(1, 2, figsize=(11, 3.6))
+    fig, ax = subplots(1, 2, figsize=(11, 3.6))
     ax[0].bar([n for _, n in names], [res[k] for k, _ in names],
               color=[colours[k] for k, _ in names])
     ax[0].axhline(res.get("single_acc", 1.0), ls="--", c="k", lw=1, label="classifier ceiling")

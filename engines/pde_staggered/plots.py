@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 
 import numpy as np
+from engines.common.figures import subplots
 
 COLORS = {"solver": "black", "p1": "tab:red", "p1_M": "tab:orange", "p4m": "tab:blue", "p4m_M": "tab:green"}
 LABELS = {"solver": "solver", "p1": "p1/∅", "p1_M": "p1/M", "p4m": "p4m/∅", "p4m_M": "p4m/M"}
@@ -49,14 +50,13 @@ def animation_gif(fields: np.ndarray, names: list[str], scale: int | None = None
 
 def frame_figure(fields: np.ndarray, names: list[str], t: int):
     """Row 1: ζ − mean at step t per model; row 2: |model − solver|."""
-    import matplotlib.pyplot as plt
 
     f = _safe(fields)
     f = f - f[0, 0].mean()
     t = int(np.clip(t, 0, f.shape[1] - 1))
     lim = _lim(fields[0])
     v = len(names)
-    fig, axes = plt.subplots(2, v, figsize=(2.3 * v, 4.9), squeeze=False)
+    fig, axes = subplots(2, v, figsize=(2.3 * v, 4.9), squeeze=False)
     errmax = lim  # errors on the scale of ζ itself (a diverging model saturates instead of hiding the others)
     for i, name in enumerate(names):
         ax = axes[0, i]
@@ -80,9 +80,8 @@ def frame_figure(fields: np.ndarray, names: list[str], t: int):
 
 def curves_figure(res: dict):
     """NRMSE(ζ), correlation with the solver (threshold and correlation time marked), mass drift."""
-    import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 3, figsize=(13, 3.4))
+    fig, axes = subplots(1, 3, figsize=(13, 3.4))
     steps = np.arange(res["horizon"] + 1)
     for v in res["variants"]:
         c = COLORS[v]
@@ -106,9 +105,8 @@ def curves_figure(res: dict):
 
 
 def loss_figure(records: list[dict]):
-    import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(7, 3.4))
+    fig, ax = subplots(figsize=(7, 3.4))
     for r in records:
         v = r["variant"]
         lo = np.asarray(r["losses"])
@@ -127,10 +125,9 @@ def loss_figure(records: list[dict]):
 
 def rotate_figure(panels: dict, element: str, steps: int, field: str = "ζ"):
     """Per variant: G(x), G(g·x), g·G(x) and |G(g·x) − g·G(x)| after ``steps`` surrogate steps."""
-    import matplotlib.pyplot as plt
 
     names = list(panels)
-    fig, axes = plt.subplots(len(names), 4, figsize=(9.5, 2.35 * len(names)), squeeze=False)
+    fig, axes = subplots(len(names), 4, figsize=(9.5, 2.35 * len(names)), squeeze=False)
     ref = panels[names[0]]["Gx"]
     lim = max(float(np.abs(_safe(ref) - _safe(ref).mean()).max()), 1e-6)
     titles = ["G(x): original input", f"G(g·x): input {element}", "g·G(x): output transformed", "|G(g·x) − g·G(x)|"]
@@ -152,9 +149,8 @@ def rotate_figure(panels: dict, element: str, steps: int, field: str = "ζ"):
 
 
 def benchmark_figure(res: dict):
-    import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 2, figsize=(11, 3.6))
+    fig, axes = subplots(1, 2, figsize=(11, 3.6))
     steps = np.arange(len(next(iter(res["nrmse_curve"].values()))))
     for v in res["variants"]:
         axes[0].semilogy(steps, res["nrmse_curve"][v], color=COLORS[v], label=LABELS[v])

@@ -4,14 +4,14 @@ from __future__ import annotations
 import numpy as np
 
 from .benchmark import TAGS
+from engines.common.figures import subplots
 
 
 def gap_figure(res: dict, title: str = "Exact edit-set match by gap type"):
-    import matplotlib.pyplot as plt
 
     runs = res["runs"]
     tags = [t for t in TAGS if any(t in r["by_tag"] for r in runs)] + ["all"]
-    fig, ax = plt.subplots(figsize=(9, 3.6))
+    fig, ax = subplots(figsize=(9, 3.6))
     w = 0.8 / max(len(runs), 1)
     x = np.arange(len(tags))
     for i, r in enumerate(runs):
@@ -28,10 +28,9 @@ def gap_figure(res: dict, title: str = "Exact edit-set match by gap type"):
 
 def error_figure(res: dict):
     """Over-specification (unintended edits) and under-specification per mapper."""
-    import matplotlib.pyplot as plt
 
     runs = res["runs"]
-    fig, ax = plt.subplots(figsize=(7, 3.2))
+    fig, ax = subplots(figsize=(7, 3.2))
     y = np.arange(len(runs))
     ax.barh(y - 0.2, [100 * r["overall"]["over"] for r in runs], 0.4, label="unintended edit (over-spec.)", color="#d9534f")
     ax.barh(y + 0.2, [100 * r["overall"]["under"] for r in runs], 0.4, label="missed edit (under-spec.)", color="#f0ad4e")

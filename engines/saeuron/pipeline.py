@@ -25,6 +25,7 @@ from engines.common.threads import torch_threads
 from .hooks import ActivationCollector, StepTracker, hooked, locate_block
 from .params import COLOURS, OBJECTS, STYLES, BuildParams
 from .sae import SaeConfig, TopKSae, train_sae
+from engines.common.figures import subplots
 
 KINDS = ("style", "object")
 PROFILE_DEFAULTS = {
@@ -277,9 +278,8 @@ def _curve_plot(ctx, curves: dict[str, list[float]]) -> str:
     import matplotlib
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(5, 3))
+    fig, ax = subplots(figsize=(5, 3))
     for kind, c in curves.items():
         ax.plot(c, label=f"{kind} SAE")
     ax.set_xlabel("step")

@@ -4,8 +4,8 @@ from __future__ import annotations
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+from engines.common.figures import subplots
 
 
 def _up(img: np.ndarray, f: int) -> np.ndarray:
@@ -25,7 +25,7 @@ def pair_grid(original: np.ndarray, erased: np.ndarray, scale: int = 4, pad: int
 
 
 def judge_bars(judges: dict, erased_concepts: list[str]):
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.2))
+    fig, axes = subplots(1, 2, figsize=(10, 3.2))
     for ax, kind in zip(axes, ("style", "object")):
         j = judges[kind]
         x = np.arange(len(j["classes"]))
@@ -45,7 +45,7 @@ def judge_bars(judges: dict, erased_concepts: list[str]):
 
 def score_histograms(diag: dict, cap_step: int, steps: int):
     items = [(kind, c, d, plan) for kind, (info, cap, plan) in diag.items() for c, d in info.items()]
-    fig, axes = plt.subplots(1, len(items), figsize=(4.5 * len(items), 3), squeeze=False)
+    fig, axes = subplots(1, len(items), figsize=(4.5 * len(items), 3), squeeze=False)
     from .erase import CLASSES
 
     for ax, (kind, c, d, plan) in zip(axes[0], items):
@@ -71,7 +71,7 @@ def heatmaps(diag: dict, images: np.ndarray, classes: dict, max_feats: int = 3, 
     if not rows:
         return None
     n_img = min(max_images, len(images))
-    fig, axes = plt.subplots(len(rows), n_img, figsize=(1.8 * n_img, 1.8 * len(rows)), squeeze=False)
+    fig, axes = subplots(len(rows), n_img, figsize=(1.8 * n_img, 1.8 * len(rows)), squeeze=False)
     vmax = max(float(r[1].max()) for r in rows) or 1.0
     for r, (label, z, (H, W)) in enumerate(rows):
         for i in range(n_img):
@@ -89,7 +89,7 @@ def heatmaps(diag: dict, images: np.ndarray, classes: dict, max_feats: int = 3, 
 
 
 def benchmark_bars(rows: list[dict], title: str):
-    fig, ax = plt.subplots(figsize=(7, 3.2))
+    fig, ax = subplots(figsize=(7, 3.2))
     names = [r["target"] for r in rows]
     x = np.arange(len(names))
     for k, (m, col) in enumerate((("UA", "#d9534f"), ("IRA", "#5cb85c"), ("CRA", "#428bca"))):

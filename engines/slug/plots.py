@@ -4,8 +4,8 @@ from __future__ import annotations
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+from engines.common.figures import subplots
 
 C_BEFORE, C_AFTER, C_PARETO, C_CHOSEN = "#9aa5b1", "#d9480f", "#1971c2", "#e8590c"
 
@@ -20,7 +20,7 @@ def short(name: str) -> str:
 def layer_scatter(res: dict):
     """Importance vs alignment, log–log, per tower; Pareto layers labelled, the chosen layer starred."""
     towers = [t for t in ("vision", "text") if any(l["tower"] == t for l in res["layers"])]
-    fig, axes = plt.subplots(1, len(towers), figsize=(5.2 * len(towers), 4.0), squeeze=False)
+    fig, axes = subplots(1, len(towers), figsize=(5.2 * len(towers), 4.0), squeeze=False)
     for ax, tw in zip(axes[0], towers):
         ls = [l for l in res["layers"] if l["tower"] == tw]
         x = np.array([max(l["alignment"], 1e-6) for l in ls])
@@ -47,7 +47,7 @@ def layer_scatter(res: dict):
 
 def search_trace(res: dict):
     """Step-size binary search: relative step r per evaluation and the accuracies it produced."""
-    fig, (a1, a2) = plt.subplots(1, 2, figsize=(10.5, 3.6))
+    fig, (a1, a2) = subplots(1, 2, figsize=(10.5, 3.6))
     for t in res["searched"]:
         chosen = t["layer"] == res["chosen"]
         it = [r["iter"] for r in t["rows"]]
@@ -79,7 +79,7 @@ def search_trace(res: dict):
 
 def accuracy_bars(res: dict):
     """Forget / retain / utility accuracy before and after (and the baselines), plus per-class accuracy."""
-    fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 3.8), gridspec_kw={"width_ratios": [1, 1.4]})
+    fig, (a1, a2) = subplots(1, 2, figsize=(11, 3.8), gridspec_kw={"width_ratios": [1, 1.4]})
     keys = [("forget1", f"forget\n({res['target']})"), ("retain", "retain\n(other classes)"), ("utility", f"utility\n({res['utility_task']})")]
     rows = [("original", res["before"], C_BEFORE), ("SLUG", res["after"], C_AFTER)]
     colours = ["#495057", "#7048e8", "#12b886", "#f59f00"]
@@ -124,7 +124,7 @@ def cost_figure(res: dict):
         else:  # same gradients as SLUG, another layer
             ex.append(c["grad_examples"]), secs.append(c["grad_s"]), mem.append(c["state_bytes"])
             evals.append(b["evals"] / max(1, b.get("n", 1)))
-    fig, axes = plt.subplots(1, 4, figsize=(13, 2.2 + 0.3 * len(names)))
+    fig, axes = subplots(1, 4, figsize=(13, 2.2 + 0.3 * len(names)))
     panels = [ex, secs, evals, [m / 2**20 for m in mem]]
     titles = ["gradient examples (fwd+bwd)", "update compute (s, no evaluations)", "accuracy evaluations",
               "extra state memory (MiB)"]
@@ -145,7 +145,7 @@ def t2i_bars(res: dict):
     b = res["before"]["per_concept"] + [res["before"]["cross"]]
     a = res["after"]["per_concept"] + [res["after"]["cross"]]
     x = np.arange(len(names))
-    fig, ax = plt.subplots(figsize=(8, 3.2))
+    fig, ax = subplots(figsize=(8, 3.2))
     ax.bar(x - 0.2, b, 0.4, color=C_BEFORE, label="original text encoder")
     ax.bar(x + 0.2, a, 0.4, color=C_AFTER, label="after SLUG")
     ax.set_xticks(x, names, fontsize=8)

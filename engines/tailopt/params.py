@@ -58,6 +58,8 @@ class ProblemParams(Params):
     batch: int = Field(16, ge=1, le=512, description="minibatch per inner step")
     non_iid: float = Field(0.5, ge=0.0, le=1.0, description="heterogeneity of the workers' data (0 = IID)")
     seed: int = Field(0, ge=0, le=2**31 - 1)
+    model: str = Field("", max_length=300, description="transformer task only: hub id or local path of a causal LM "
+                       "(paper-scale path; empty = the tiny GPT-2). Hub ids download only when configured")
 
     @field_validator("tail_index", "noise_scale", "non_iid")
     @classmethod

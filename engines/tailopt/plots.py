@@ -65,14 +65,13 @@ def table_rows(res: dict) -> list[list]:
         rows.append([r["label"], fin, r["state_worker"], r["state_server"],
                      f"{r['floats_per_round'] / d:g}·d = {int(r['floats_per_round'])}",
                      int(4 * r["floats_per_round"]), round(100 * r["clip_in"][0], 1), round(100 * r["clip_in"][1], 1),
-                     f"lr_in={r['hyper']['lr_in']:.3g}, lr_out={r['hyper']['lr_out']:.3g}, u_in={r['hyper']['u_in']:.3g}, "
-                     f"u_out={r['hyper']['u_out']:.3g}"])
+                     f"η_ℓ {r['hyper']['lr_in']:.2g}, η {r['hyper']['lr_out']:.2g}, u {r['hyper']['u_in']:.2g}, "
+                     f"ũ {r['hyper']['u_out']:.2g}"])
     return rows
 
 
-TABLE_HEADERS = ["method", "final excess loss", "extra state / param (worker)", "extra state / param (server)",
-                 "floats sent / round / worker", "bytes (fp32)", "inner clipped down %", "inner raised up %",
-                 "hyper-parameters"]
+TABLE_HEADERS = ["method", "final excess loss", "state/param worker", "state/param server", "floats/round/worker",
+                 "bytes fp32", "clipped ↓ %", "raised ↑ %", "hyper-parameters"]
 
 
 def clip_figure(res: dict):

@@ -59,7 +59,7 @@ class TransformerTask(Task):
         def loss_fn(flat, seqs):
             params = {k: t.view(s) for k, t, s in zip(self.names, flat.split(self.numels), self.shapes)}
             logits = functional_call(self.model, params, (seqs[:, :-1],)).logits
-            return torch.nn.functional.cross_entropy(logits.reshape(-1, VOCAB), seqs[:, 1:].reshape(-1))
+            return torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), seqs[:, 1:].reshape(-1))
 
         self._loss_fn = loss_fn
         self._grad_fn = grad(loss_fn)
@@ -83,7 +83,12 @@ class TransformerTask(Task):
 def make_transformer_task(p: ProblemParams, rng: np.random.Generator) -> TransformerTask:
     test = get_settings().profile == "test"
     n_seq, n_val = (32, 16) if test else (512, 64)
-    model = tiny_gpt2(n_layer=1, n_embd=16, n_head=2) if test else tiny_gpt2()
+    if p.model:  # paper-scale path: any causal LM; the Zipf language uses its first 64 token ids
+        from transformers import AutoModelForCausalLM
+
+        model = AutoModelForCausalLM.from_pretrained(p.model, torch_dtype=torch.float32).eval()
+    else:
+        model = tiny_gpt2(n_layer=1, n_embd=16, n_head=2) if test else tiny_gpt2()
     base = zipf_chain(rng, 1.1)
     corpora, vals = [], []
     for i in range(p.workers):

@@ -4,16 +4,16 @@ from __future__ import annotations
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from .peers import ENGINES, LABELS  # noqa: E402
+from engines.common.figures import subplots
 
 COLORS = dict(zip(ENGINES, ["#d62728", "#1f77b4", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"]))
 
 
 def step_figure(res: dict):
-    fig, (a, b) = plt.subplots(1, 2, figsize=(11, 3.6))
+    fig, (a, b) = subplots(1, 2, figsize=(11, 3.6))
     for k, rows in enumerate(res["passes"]):
         if not rows:
             continue
@@ -45,7 +45,7 @@ def benchmark_figure(rows: list[dict], vocab: str):
     ok = [r for r in rows if r.get("status") == "ok" and r.get("cold_mean_ms") is not None]
     workloads = list(dict.fromkeys(r["workload"] for r in rows))
     engines = [e for e in ENGINES if any(r["engine"] == e for r in rows)]
-    fig, axes = plt.subplots(1, 3, figsize=(14, 3.8))
+    fig, axes = subplots(1, 3, figsize=(14, 3.8))
     metrics = [("compile_s", "compile (s)"), ("cold_mean_ms", "cold mean mask (ms)"), ("warm_mean_ms", "warm mean mask (ms)")]
     width = 0.8 / max(len(engines), 1)
     for ax, (key, title) in zip(axes, metrics):
@@ -65,7 +65,7 @@ def benchmark_figure(rows: list[dict], vocab: str):
 
 
 def pruning_figure(trace_on: list[int], trace_off: list[int], depth: list[int]):
-    fig, ax = plt.subplots(figsize=(7, 3.4))
+    fig, ax = subplots(figsize=(7, 3.4))
     ax.plot(trace_off, color="0.5", label="pruning off")
     ax.plot(trace_on, color="#d62728", label="pruning on (ZapFormat)")
     ax2 = ax.twinx()

@@ -1,12 +1,12 @@
 """Headless Chromium: the TailOPT tab's worked example (defaults) end to end, with a screenshot.
 
 Under the test profile the run is shortened to 20 rounds and no screenshot is written; the committed
-screenshot comes from the default profile (``PAPERLAB_PROFILE=default pytest tests/e2e/test_tailopt_browser.py``).
+screenshot comes from the default profile: ``python -m tests.e2e.shot_tailopt``.
 """
 from __future__ import annotations
 
 from engines.common.settings import get_settings
-from tests.helpers import open_tab, screenshot
+from tests.helpers import open_tab
 
 
 def test_tailopt_tab(live_app, browser_page):
@@ -23,5 +23,3 @@ def test_tailopt_tab(live_app, browser_page):
     assert plot.get_attribute("src").startswith("data:image")
     page.get_by_text("Noise tail index").wait_for(timeout=120_000)
     assert page.get_by_text("tuned on a validation seed").count() >= 1
-    if not test_profile:
-        screenshot(page, "tailopt")

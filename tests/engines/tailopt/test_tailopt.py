@@ -162,3 +162,16 @@ def test_bad_params_name_the_field(params, needle):
     with pytest.raises(ParamError) as e:
         validate(CompareParams, params)
     assert needle in str(e.value)
+
+
+def test_transformer_task_and_local_checkpoint(tmp_path):
+    """The tiny GPT-2 task trains; a causal LM saved to a local path loads through the same code."""
+    from engines.tailopt.transformer import tiny_gpt2
+
+    res = compare({"task": "transformer", "noise": "none", "workers": 2, "local_steps": 2, "rounds": 2,
+                   "methods": ["bi2clip"], "tune": False, "hyper": {"lr_in": 0.5, "u_in": 10.0}})
+    r = res.runs[0]
+    assert not res.has_optimum and r.diverged_at is None and r.excess[-1] < r.excess[0]
+    tiny_gpt2(n_layer=1, n_embd=8, n_head=2).save_pretrained(tmp_path / "lm")
+    task = make_task(ProblemParams(task="transformer", workers=1, model=str(tmp_path / "lm")))
+    assert task.dim == sum(p.numel() for p in task.model.parameters())
