@@ -73,9 +73,10 @@ def solve(params, ctx: JobContext | None = None) -> dict:
         if p.solver in ADAPTIVE:
             rows.append({"steps": 0, "solver": f"{p.solver} tol {p.tolerance:g}", "answer": answer,
                          "nfe": int(sum(t.nfe for t in traces)), "correct": answer == truth})
-        # Preservation check: the L2D logits at t = 0 (random latents) against the base logits, along the answer
+        # Preservation check: the L2D logits at t = 0 (random latents) against the base logits, along the base
+        # model's own greedy answer, so that the t = 0 argmax reproduces ``base_answer`` exactly when they agree
         ctx.progress(0.8, "t = 0 check")
-        seq = torch.cat([prompt, out], 1)
+        seq = torch.cat([prompt, base_out], 1)
         main = main_pass(model, ad, seq)
         P = task.PROMPT_LEN
         q_pos = torch.arange(P - 1, P - 1 + n_ans)[None]
