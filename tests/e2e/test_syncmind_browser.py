@@ -12,7 +12,7 @@ def test_syncmind_tab(live_app, browser_page):
     page.locator("#syncmind_log").get_by_text("ask").first.wait_for()
     page.wait_for_timeout(1000)  # let the plots draw
     screenshot(page, "syncmind")
-    page.get_by_label("Gold replay (upper bound)").check()
+    page.get_by_role("radio", name="Gold replay (upper bound)").check()
     page.get_by_label("independent").first.check()
     page.locator("#syncmind_run").click()
     verdict.get_by_text("in 1 turns").wait_for(timeout=120_000)
