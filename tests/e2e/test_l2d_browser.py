@@ -5,20 +5,9 @@ released models); otherwise the shared test-profile app with its micro models.
 """
 from __future__ import annotations
 
-from tests.helpers import screenshot
+from tests.helpers import open_tab, screenshot
 
 LABEL = "LLMs to diffusion finetuning (L2D)"
-
-
-def _open(page, url: str) -> None:
-    page.goto(url)
-    page.wait_for_selector("#landing .pl-card")
-    tab = page.get_by_role("tab", name=LABEL)
-    if tab.count():
-        tab.click()
-        return
-    page.get_by_label("More tabs").click()
-    page.locator(".overflow-dropdown button", has_text=LABEL).click()
 
 
 def test_l2d_tab(request, browser_page):
@@ -29,7 +18,7 @@ def test_l2d_tab(request, browser_page):
     else:
         url = request.getfixturevalue("live_app")
     page = browser_page
-    _open(page, url)
+    open_tab(page, url, LABEL)
     page.locator("#l2d_solve").click()
     status = page.locator("#l2d_status")
     status.get_by_text("Done:").wait_for(timeout=120_000)

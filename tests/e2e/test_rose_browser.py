@@ -6,20 +6,9 @@ from tests.helpers import open_tab, screenshot
 LABEL = "General time-series forecasting (ROSE)"
 
 
-def _open(page, url: str) -> None:
-    """``open_tab``, or through Gradio's "More tabs" overflow menu when the tab bar is full."""
-    page.goto(url)
-    page.wait_for_selector("#landing .pl-card")
-    if page.get_by_role("tab", name=LABEL).count():
-        open_tab(page, url, LABEL)
-        return
-    page.get_by_label("More tabs").click()
-    page.locator(".overflow-dropdown button", has_text=LABEL).click()
-
-
 def test_rose_tab(live_app, browser_page):
     page = browser_page
-    _open(page, live_app)
+    open_tab(page, live_app, LABEL)
     # the worked example (airline, computed with the shipped weights) is there before any click
     page.locator("#rose_plot img").wait_for(state="visible")
     page.locator("#rose_register img").wait_for(state="visible")
