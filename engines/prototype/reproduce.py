@@ -224,7 +224,9 @@ def fresh_section(rep: Report, enc, mappers=FRESH_MAPPERS) -> dict:
     n_ref = default["n_refuse"]
     rep.claim("Issue 30, fresh designer-phrasing set: the default setup (interface + MiniLM, derived spec) does the "
               "right thing on ≥ 85% (direction, locality and refusal judged automatically)", "—",
-              f"{_pct(default['accuracy'])} of {default['n']} (written for the issue, not used for tuning)",
+              f"{_pct(default['accuracy'])} of {default['n']} (written for the issue; NOT untouched: parser failures first "
+              "seen on this set were fixed during development, so this overstates held-out accuracy — the first run on "
+              "the untouched set gave 89.7%, hand spec 88.2%; a new held-out set is needed for a clean figure)",
               default["accuracy"] >= 0.85)
     rep.claim("Issue 30: refusals are 100% right on impossible and unsupported requests (model unchanged, "
               "message shown), and nothing expressible is refused", "—",
@@ -272,7 +274,7 @@ def refresh_fresh_section() -> None:
     with_llm = os.environ.get("PAPERLAB_PROTOTYPE_FRESH_LLM", "") == "1"
     fresh_section(rep, get_encoder(), FRESH_MAPPERS if with_llm else [m for m in FRESH_MAPPERS if not m[0].startswith("llm")])
     table = ["| claim | paper | ours | result |", "|---|---|---|---|"] + [
-        f"| {r.claim} | {r.paper} | {r.ours} | {r.verdict()} |" for r in rep.rows]
+        f"| {r.claim} | {r.paper} | {r.ours} | {r.verdict} |" for r in rep.rows]
     body = rep.sections[-1].replace("## Fresh designer-phrasing set (issue 30)", "", 1).strip()
     block = "\n".join([FRESH_BEGIN, "## Fresh designer-phrasing set (issue 30)", "",
                        f"Measured by `python -m engines.prototype.reproduce fresh` on {time.strftime('%Y-%m-%d')} in "
