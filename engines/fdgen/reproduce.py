@@ -213,10 +213,10 @@ def main():
 
     from .plots import fairness_bars, histogram_figure, metrics_table, pareto_figure
 
-    import matplotlib.pyplot as plt
+    from engines.common import figures
 
     if tables:
-        fig, axes = plt.subplots(1, len(tables), figsize=(4.4 * len(tables), 3.8), sharey=True)
+        fig, axes = figures.subplots(1, len(tables), figsize=(4.4 * len(tables), 3.8), sharey=True)
         for ax, (label, res) in zip(np.atleast_1d(axes), tables):
             fairness_bars(res, ax)
             ax.set_title(label, fontsize=8)

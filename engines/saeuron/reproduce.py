@@ -297,7 +297,7 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def _examples(b, bp, gamma: float, top_m: int):
-    import matplotlib.pyplot as plt
+    from engines.common import figures
 
     from .erase import make_hooks
 
@@ -309,7 +309,7 @@ def _examples(b, bp, gamma: float, top_m: int):
         tr = StepTracker()
         hooks, _ = make_hooks(b, [ConceptEdit(concept=s, gamma=gamma, top_m=top_m)], tr)
         erased.append(generate(b.pipe, [prompts[i]], 5, bp.steps, bp.guidance, hooks, tr)[0])
-    fig, ax = plt.subplots(figsize=(1.3 * len(styles), 3))
+    fig, ax = figures.subplots(figsize=(1.3 * len(styles), 3))
     ax.imshow(plots.pair_grid(orig, np.stack(erased)))
     ax.set_xticks([4 * 32 / 2 + 4 + i * (4 * 32 + 4) for i in range(len(styles))], styles, rotation=30)
     ax.set_yticks([])

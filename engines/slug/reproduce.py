@@ -221,7 +221,7 @@ def t2i_claim(rep):
 
 
 def summary_figure(runs):
-    import matplotlib.pyplot as plt
+    from engines.common import figures
 
     labels = [f"{r['target']}" for r in runs]
     series = [("original", [r["before"]["retain"] for r in runs], "#9aa5b1"),
@@ -231,7 +231,7 @@ def summary_figure(runs):
         series.append((lab, [next(b for b in r["baselines"] if b["name"] == name)["retain"] for r in runs], col))
     x = np.arange(len(runs))
     w = 0.8 / len(series)
-    fig, ax = plt.subplots(figsize=(max(8, len(runs) * 0.9), 3.6))
+    fig, ax = figures.subplots(figsize=(max(8, len(runs) * 0.9), 3.6))
     for j, (lab, vals, col) in enumerate(series):
         ax.bar(x + (j - (len(series) - 1) / 2) * w, vals, w, label=lab, color=col)
     ax.set_xticks(x, labels, rotation=30, fontsize=8)

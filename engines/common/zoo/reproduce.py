@@ -104,9 +104,9 @@ def confusion_figure(res: dict[str, tuple[np.ndarray, np.ndarray, list[str]]]):
     import matplotlib
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from engines.common import figures
 
-    fig, axes = plt.subplots(1, len(res), figsize=(5.2 * len(res), 4.6))
+    fig, axes = figures.subplots(1, len(res), figsize=(5.2 * len(res), 4.6))
     for ax, (title, (y, p, names)) in zip(np.atleast_1d(axes), res.items()):
         k = len(names)
         m = np.zeros((k, k))
@@ -139,9 +139,9 @@ def samples_figure(images: np.ndarray, prompts: list[str], obj_ok: np.ndarray, s
     import matplotlib
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from engines.common import figures
 
-    fig, axes = plt.subplots(n_prompts, per_prompt, figsize=(1.25 * per_prompt + 2.6, 1.3 * n_prompts))
+    fig, axes = figures.subplots(n_prompts, per_prompt, figsize=(1.25 * per_prompt + 2.6, 1.3 * n_prompts))
     for r in range(n_prompts):
         for c in range(per_prompt):
             i = rows[r] + c * period
@@ -234,7 +234,7 @@ def main():
                              (f"Judges find the prompted style on {N_GENERATED} images from held-out prompts ≥ 90%", "≥ 90%"),
                              ("Every style is judged right on ≥ 75% of its held-out-prompt images", "≥ 75% each"),
                              ("25 DDIM steps × 8 images with guidance (VAE decoding included) take ≤ 1.5 s on 2 cores", "≤ 1.5 s")]:
-            rep.claim(claim, paper, "not measured: the model was not built in this run", False)
+            rep.not_measured(claim, paper, "the model was not built in this run")
         return _finish(rep, metas)
     pipe = store.load("t2i")
     _say(f"generating {N_GENERATED} images from held-out prompts")
