@@ -265,6 +265,21 @@ METHODS: list[MethodSpec] = [
         paper=Paper("Mixture of Experts Made Intrinsically Interpretable", "Xingyi Yang et al.", arxiv="2503.07639"),
         summary="Neurons of dense models mix many concepts, which makes them hard to read. MoE-X rewrites the MoE layer as one wide, sparse MLP with ReLU experts and sparsity-aware routing, so its hidden units line up with single concepts.",
         try_it="Step through a chess game and see which hidden units fire and which board facts each unit stands for.",
+        entries={
+            "explore": Entry("engines.moex.experiment:explore", "engines.moex.params:ExploreParams"),
+            "search": Entry("engines.moex.experiment:search_job", "engines.moex.params:SearchParams"),
+            "grid": Entry("engines.moex.experiment:grid", "engines.moex.params:GridParams"),
+        },
+        claims=(
+            Claim("Check 1: the MoE-X layer equals its wide sparse MLP W_dec·h(x) (max |Δ| < 1e-5), ‖h‖_0 ≤ k·D",
+                  _repro("moex")),
+            Claim("MoE-X beats dense GELU on coverage and on board reconstruction by ≥ 0.05, and matches or beats "
+                  "TopK MoE (mean of 3 seeds, held-out games)", _repro("moex")),
+            Claim("Ablation: ReLU experts + sparsity router ≥ either alone on reconstruction; ReLU experts "
+                  "contribute most", _repro("moex")),
+            Claim("Sparsity router score anti-correlated with true expert L0 (Spearman ≤ −0.5), linear TopK gate "
+                  "not (|ρ| < 0.3)", _repro("moex")),
+        ),
     ),
     MethodSpec(
         id="prototype",
