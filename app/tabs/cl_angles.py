@@ -121,7 +121,7 @@ def build() -> None:
             with gr.Row():
                 run = gr.Button("Run", variant="primary", elem_id="cl_angles_run")
                 stop = gr.Button("Stop", variant="stop")
-            status = gr.Markdown(elem_id="cl_angles_status")
+            status = gr.Markdown(label="run status", elem_id="cl_angles_status")
         with gr.Column(scale=3):
             curves_plot = gr.Plot(label="Test error over training", show_label=False, elem_id="cl_angles_curves")
             neuron_variant = gr.Radio(VARIANT_CHOICES, value="cl", label="Neurons of")
@@ -135,7 +135,7 @@ def build() -> None:
             sweep_seeds = gr.Slider(1, 10, value=3, step=1, label="Seeds")
             sweep_epochs = gr.Slider(100, 5000, value=1500, step=100, label="Epochs on task 2")
             sweep_btn = gr.Button("Run sweep", elem_id="cl_angles_sweep")
-        sweep_status = gr.Markdown()
+        sweep_status = gr.Markdown(label="sweep status")
         sweep_plot = gr.Plot(label="Forgetting against the angle", elem_id="cl_angles_sweep_plot")
 
     with gr.Accordion("Real images: task angle and mid-angle sampling (background jobs)", open=False):
@@ -148,7 +148,7 @@ def build() -> None:
                     "label polarity sets the angle between the tasks' signals. Task-1 accuracy after task 2 "
                     "against the number of replayed task-1 samples.")
         bins_btn = gr.Button("Run angle bins", elem_id="cl_angles_bins")
-        bins_status = gr.Markdown()
+        bins_status = gr.Markdown(label="angle-bin status")
         bins_plot = gr.Plot(label="Task-1 accuracy after task 2", elem_id="cl_angles_bins_plot")
         gr.Markdown("**Buffer selection.** Two classes per task on a shared head; the buffer keeps k samples "
                     "per class of task 1, chosen by their cosine to the class prototype.")
@@ -162,7 +162,7 @@ def build() -> None:
                              info="pixels: MNIST script; network: the task-1 network's feature layer")
         selectors = gr.CheckboxGroup(SELECTOR_CHOICES, value=list(SELECTOR_LABELS), label="Selectors")
         buffer_btn = gr.Button("Compare selectors", elem_id="cl_angles_buffer")
-        buffer_status = gr.Markdown()
+        buffer_status = gr.Markdown(label="buffer-selection status")
         sel_plot = gr.Plot(label="Cosines and forgetting", elem_id="cl_angles_selection_plot")
         sel_table = gr.Dataframe(headers=["selector", "task-1 error", "std", "task-2 error"], interactive=False,
                                  label="Task-1 test error after task 2 (mean over seeds)")

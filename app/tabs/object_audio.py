@@ -191,7 +191,7 @@ def build() -> None:
             up = gr.File(label="…or upload an image", file_types=["image"], type="filepath")
             include = gr.Radio(["include", "exclude"], value="include", label="Next click")
             clicks = gr.Textbox("", label="Clicks (x, y, label; …)", elem_id="object_audio_clicks")
-            image_id = gr.Textbox("", visible=False)
+            image_id = gr.Textbox("", visible=False, label="image id")
             segmenter = gr.Dropdown(SEG_CHOICES, value="flood", label="Segmenter")
             mode = gr.Radio(MODE_CHOICES, value="mask", label="Conditioning")
             prompt = gr.Textbox("", label="Text query (text-attention mode; also shown as the attention map)")
@@ -204,7 +204,7 @@ def build() -> None:
                 clear_btn = gr.Button("Clear clicks")
                 stop = gr.Button("Stop", variant="stop")
         with gr.Column(scale=2):
-            status = gr.Markdown(elem_id="object_audio_status")
+            status = gr.Markdown(label="status", elem_id="object_audio_status")
             with gr.Row():
                 view = gr.Image(label="Scene: click an object", interactive=False, height=280,
                                 elem_id="object_audio_image")
@@ -219,16 +219,16 @@ def build() -> None:
             attention = gr.Radio(["dot", "additive"], value="dot", label="Attention (additive = ablation)")
             force = gr.Checkbox(False, label="Retrain even if cached")
             train_btn = gr.Button("Train models", elem_id="object_audio_train")
-        train_status = gr.Markdown()
+        train_status = gr.Markdown(label="training status")
         with gr.Row():
             b_scenes = gr.Slider(2, 400, value=200, step=1, label="Test scenes")
             b_steps = gr.Slider(5, 200, value=50, step=1, label="DDIM steps")
             b_add = gr.Checkbox(True, label="Additive-attention ablation")
             b_sam = gr.Slider(0, 50, value=20, step=1, label="Scenes for the LiteMedSAM IoU")
             bench_btn = gr.Button("Run benchmark", elem_id="object_audio_bench")
-        bench_status = gr.Markdown()
+        bench_status = gr.Markdown(label="benchmark status")
         bench_plot = gr.Plot(label="Benchmark")
-        bench_table = gr.Dataframe(headers=["measure", "value"], interactive=False)
+        bench_table = gr.Dataframe(label="benchmark table", headers=["measure", "value"], interactive=False)
 
     scene_out = [image_id, view, clicks, status]
     gr.on(None, lambda: (gallery_images(), *open_scene(first)), None, [gallery, *scene_out], api_visibility="private")

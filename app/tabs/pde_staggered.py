@@ -203,7 +203,7 @@ def build() -> None:
             with gr.Row():
                 run = gr.Button("Run rollout", variant="primary", elem_id="pde_staggered_run")
                 stop = gr.Button("Stop", variant="stop")
-            status = gr.Markdown(elem_id="pde_staggered_status")
+            status = gr.Markdown(label="rollout status", elem_id="pde_staggered_status")
         with gr.Column(scale=3):
             anim = gr.Image(label="ζ over time: solver and surrogates (animation)", type="filepath",
                             elem_id="pde_staggered_anim", interactive=False)
@@ -219,7 +219,7 @@ def build() -> None:
             element = gr.Dropdown(list(ELEMENT_NAMES), value="rot 90°", label="Symmetry g applied to the input")
             rot_steps = gr.Slider(1, 50, value=5, step=1, label="Surrogate steps before comparing")
             rotate_btn = gr.Button("Rotate the input", elem_id="pde_staggered_rotate")
-        rotate_status = gr.Markdown(elem_id="pde_staggered_rotate_status")
+        rotate_status = gr.Markdown(label="rotation check", elem_id="pde_staggered_rotate_status")
         with gr.Row():
             rotate_img = gr.Image(label="G(g·x) vs g·G(x)", type="filepath", elem_id="pde_staggered_rotate_img",
                                   interactive=False, scale=3)
@@ -233,10 +233,10 @@ def build() -> None:
             pushforward = gr.Checkbox(False, label="Pushforward trick")
             augment = gr.Checkbox(False, label="Data augmentation (random D4 transforms)")
             train_btn = gr.Button("Train", elem_id="pde_staggered_train")
-        train_status = gr.Markdown()
+        train_status = gr.Markdown(label="training status")
         with gr.Row():
             loss_img = gr.Image(label="Training losses", type="filepath", interactive=False, scale=3)
-            train_table = gr.Dataframe(headers=["variant", "parameters", "width", "best val loss", "seconds"],
+            train_table = gr.Dataframe(label="trained variants", headers=["variant", "parameters", "width", "best val loss", "seconds"],
                                        interactive=False, scale=2)
 
     with gr.Accordion("Factorial benchmark on held-out initial conditions (background job)", open=False):
@@ -244,9 +244,9 @@ def build() -> None:
             bench_seeds = gr.Slider(1, 5, value=1, step=1, label="Seeds")
             bench_horizon = gr.Slider(10, MAX_HORIZON, value=60, step=5, label="Horizon")
             bench_btn = gr.Button("Run benchmark", elem_id="pde_staggered_benchmark")
-        bench_status = gr.Markdown()
+        bench_status = gr.Markdown(label="benchmark status")
         bench_img = gr.Image(label="Median NRMSE and correlation", type="filepath", interactive=False)
-        bench_table = gr.Dataframe(headers=["variant", "NRMSE at horizon", "corr. time", "mass drift",
+        bench_table = gr.Dataframe(label="benchmark table", headers=["variant", "NRMSE at horizon", "corr. time", "mass drift",
                                             "equivariance err", "L-shape NRMSE", "parameters"], interactive=False)
 
     ic_inputs = [problem, ic, seed, bump_row, bump_col, bump_width, amplitude, dt, sketch]

@@ -262,7 +262,7 @@ def build() -> None:
             model3d = gr.Model3D(str(STATIC / "chair.glb"), label="Prototype (changed components in orange)",
                                  elem_id="prototype_model",
                                  clear_color=(1, 1, 1, 1), height=420)
-            summary = gr.Markdown(elem_id="prototype_summary")
+            summary = gr.Markdown(label="edit summary", elem_id="prototype_summary")
             files = gr.File(label="Download (GLB, STL)", file_count="multiple")
         with gr.Column(scale=2):
             program = gr.Code(label="Interface program (editable — fix it instead of rephrasing)", language="json",
@@ -271,12 +271,12 @@ def build() -> None:
             params_df = gr.Dataframe(headers=PARAM_HEADERS, label="Parameters", interactive=False, wrap=True)
             commands = gr.Code(label="Compiled modelling commands", language=None, interactive=False)
     with gr.Accordion("Derived domain specification", open=False):
-        spec_md = gr.Markdown(show_spec("chair", "induced"))
+        spec_md = gr.Markdown(show_spec("chair", "induced"), label="interface specification")
         with gr.Row():
             alpha = gr.Slider(0.1, 20, value=1.0, step=0.1, label="DP concentration α")
             trace_w = gr.Slider(0.0, 10.0, value=4.0, step=0.5, label="Trace-profile weight")
             spec_btn = gr.Button("Re-run specification (job)")
-        spec_status = gr.Markdown()
+        spec_status = gr.Markdown(label="specification status")
     with gr.Accordion("Benchmark of mappers (background job)", open=False):
         with gr.Row():
             split = gr.Radio(["test", "dev"], value="test", label="Split")
@@ -286,11 +286,11 @@ def build() -> None:
         with gr.Row():
             bench_btn = gr.Button("Run benchmark", variant="primary")
             stop_btn = gr.Button("Stop", variant="stop")
-        bench_status = gr.Markdown()
+        bench_status = gr.Markdown(label="benchmark status")
         with gr.Row():
             gap_plot = gr.Plot(label="Exact match per gap type")
             err_plot = gr.Plot(label="Over- / under-specification")
-        bench_df = gr.Dataframe(headers=["mapper", "exact %", "unintended %", "missed %", "target F1"], interactive=False)
+        bench_df = gr.Dataframe(label="benchmark table", headers=["mapper", "exact %", "unintended %", "missed %", "target F1"], interactive=False)
 
     outs = [history, model3d, files, summary, program, commands, params_df]
     apply_btn.click(apply, [domain, instruction, mapper, spec_source, calibration, history], outs,

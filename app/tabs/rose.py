@@ -146,7 +146,7 @@ def build() -> None:
             with gr.Row():
                 run = gr.Button("Forecast", variant="primary", elem_id="rose_run")
                 stop = gr.Button("Stop", variant="stop")
-            status = gr.Markdown(_status(ex) if ex else "", elem_id="rose_status")
+            status = gr.Markdown(_status(ex) if ex else "", elem_id="rose_status", label="forecast summary")
         with gr.Column(scale=3):
             plot = gr.Image(_png("example_forecast.png"), label="Forecast", elem_id="rose_plot", type="numpy",
                             interactive=False)
@@ -175,7 +175,7 @@ def build() -> None:
             ab_steps = gr.Slider(50, 3000, value=300, step=50, label="Ablation steps per run")
             ab_seeds = gr.Slider(1, 3, value=1, step=1, label="Seeds")
             ab_btn = gr.Button("Run ablation")
-        pt_status = gr.Markdown(elem_id="rose_pretrain_status")
+        pt_status = gr.Markdown(label="pre-training status", elem_id="rose_pretrain_status")
         with gr.Row():
             loss_plot = gr.Plot(label="Pre-training losses")
             zs_table = gr.Dataframe(headers=["held-out series", "MSE", "MAE", "MASE"], interactive=False,

@@ -180,8 +180,8 @@ def build() -> None:
                 erase_btn = gr.Button("Erase", variant="primary", elem_id="saeuron_erase")
                 build_btn = gr.Button("Train SAE & statistics", elem_id="saeuron_build")
                 stop = gr.Button("Stop", variant="stop")
-            status = gr.Markdown(elem_id="saeuron_status")
-            build_md = gr.Markdown(elem_id="saeuron_build_md")
+            status = gr.Markdown(label="erasure status", elem_id="saeuron_status")
+            build_md = gr.Markdown(label="SAE build status", elem_id="saeuron_build_md")
             curve = gr.Image(label="SAE training (FVU)", type="filepath", height=200)
         with gr.Column(scale=3):
             grid = gr.Image(label="original (top) vs erased (bottom), same seeds", type="filepath",
@@ -201,7 +201,7 @@ def build() -> None:
             b_top = gr.Slider(0, 32, value=4, step=1, label="features per timestep")
             b_base = gr.Checkbox(True, label="raw-channel baseline (same budget)")
         bench_btn = gr.Button("Run benchmark", elem_id="saeuron_bench")
-        bench_md = gr.Markdown()
+        bench_md = gr.Markdown(label="benchmark status")
         bench_table = gr.Dataframe(headers=BENCH_HEADERS, interactive=False, label="per target")
         bench_plot = gr.Image(type="filepath", label="SAeUron per target")
     gr.Examples([["star", "striped", "red", ["striped"]], ["circle", "dotted", "blue", ["dotted"]],

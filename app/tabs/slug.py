@@ -145,7 +145,7 @@ def build() -> None:
                 run = gr.Button("Unlearn", variant="primary", elem_id="slug_run")
                 stop = gr.Button("Stop", variant="stop")
                 reset = gr.Button("Reset model", elem_id="slug_reset")
-            status = gr.Markdown(elem_id="slug_status")
+            status = gr.Markdown(label="unlearning status", elem_id="slug_status")
             patch = gr.File(label="Single-layer patch (safetensors)", interactive=False)
         with gr.Column(scale=3):
             scatter = gr.Plot(label="Layers: importance vs alignment", show_label=False, elem_id="slug_scatter")
@@ -169,11 +169,11 @@ def build() -> None:
             t_samples = gr.Slider(2, 32, value=8, step=1, label="Images per concept per search probe")
             t_steps = gr.Slider(4, 50, value=20, step=1, label="Sampling steps")
             t_run = gr.Button("Unlearn in text-to-image", elem_id="slug_t2i_run")
-        t_status = gr.Markdown(elem_id="slug_t2i_status")
+        t_status = gr.Markdown(label="text-to-image status", elem_id="slug_t2i_status")
         with gr.Row():
             g_before = gr.Image(label="Before (original text encoder)", elem_id="slug_t2i_before")
             g_after = gr.Image(label="After SLUG", elem_id="slug_t2i_after")
-        t_plot = gr.Plot(show_label=False, elem_id="slug_t2i_plot")
+        t_plot = gr.Plot(label="text-to-image samples", show_label=False, elem_id="slug_t2i_plot")
 
     kind.change(target_choices, kind, target, api_name="slug_targets")
     t_kind.change(target_choices, t_kind, t_target, api_visibility="private")

@@ -200,10 +200,10 @@ def build() -> None:
                 run = gr.Button("Run episode", variant="primary", elem_id="syncmind_run")
                 stop = gr.Button("Stop", variant="stop")
         with gr.Column(scale=3):
-            info = gr.Markdown(card(first) if first else "", elem_id="syncmind_card")
+            info = gr.Markdown(card(first) if first else "", elem_id="syncmind_card", label="instance card")
             err = gr.Code(first["initial_error_log"] if first else "", label="Initial execution error", lines=8,
                           max_lines=14)
-            verdict_md = gr.Markdown(verdict(ep["result"], first) if ep else "", elem_id="syncmind_verdict")
+            verdict_md = gr.Markdown(verdict(ep["result"], first) if ep else "", elem_id="syncmind_verdict", label="verdict")
             log = gr.Dataframe(log_rows(ep["result"]["log"]) if ep else [], headers=LOG_HEADERS,
                                label="Turn log (actions, questions and answers, test results)", wrap=True,
                                interactive=False, elem_id="syncmind_log", max_height=420)
@@ -222,7 +222,7 @@ def build() -> None:
         with gr.Row():
             brun = gr.Button("Run batch", elem_id="syncmind_batch")
             rebuild = gr.Button("Rebuild minilib instances from its git history")
-        bstatus = gr.Markdown(f"Worked example: batch over {bt['repo']} ({len(bt['episodes'])} episodes)." if bt else "")
+        bstatus = gr.Markdown(f"Worked example: batch over {bt['repo']} ({len(bt['episodes'])} episodes)." if bt else "", label="batch status")
         btable = gr.Dataframe(batch_rows(bt["rows"]) if bt else [], headers=BATCH_HEADERS, interactive=False,
                               label="SR, localisation (LA), conditional success (CSR), assistance seeking (ASR)")
         bplot = gr.Plot(label="Agents compared", elem_id="syncmind_batch_plot")

@@ -101,7 +101,7 @@ def build() -> None:
                 run = gr.Button("Run", variant="primary", elem_id="tailopt_run")
                 stop = gr.Button("Stop", variant="stop")
             check = gr.Button("Check gloo engine = simulator (2 ranks)")
-            status = gr.Markdown(elem_id="tailopt_status")
+            status = gr.Markdown(label="status", elem_id="tailopt_status")
         with gr.Column(scale=3):
             loss_plot = gr.Plot(label="Loss curves (all methods, shared axis)", elem_id="tailopt_loss_plot")
             table = gr.Dataframe(headers=TABLE_HEADERS, label="Optimiser state and communication (counted)",

@@ -135,7 +135,7 @@ def build() -> None:
                 threshold = gr.Slider(1, 20000, value=1000, step=1, label="Eager cache: minimum tokens per set")
                 passes = gr.Slider(1, 3, value=2, step=1, label="Passes over the target (2nd = warm cache)")
             step_btn = gr.Button("Step through", variant="primary", elem_id="zapformat_step")
-            status = gr.Markdown(elem_id="zapformat_status")
+            status = gr.Markdown(label="step status", elem_id="zapformat_status")
         with gr.Column(scale=3):
             plot = gr.Plot(label="Mask time and live Earley items per step", elem_id="zapformat_plot")
             table = gr.Dataframe(headers=STEP_HEADERS, label="Steps (last pass)", interactive=False, max_height=320)
@@ -150,7 +150,7 @@ def build() -> None:
         with gr.Row():
             gen_btn = gr.Button("Generate (constrained vs free)", variant="primary")
             stop1 = gr.Button("Stop", variant="stop")
-        gen_md = gr.Markdown()
+        gen_md = gr.Markdown(label="generation result")
         gen_table = gr.Dataframe(headers=SAMPLE_HEADERS, label="Samples", interactive=False, wrap=True)
     with gr.Tab("Benchmark against peers"):
         with gr.Row():
@@ -164,7 +164,7 @@ def build() -> None:
             instances = gr.Slider(1, 20, value=3, step=1, label="Instances per workload")
             bench_btn = gr.Button("Run engine benchmark", variant="primary")
             stop2 = gr.Button("Stop", variant="stop")
-        bench_md = gr.Markdown()
+        bench_md = gr.Markdown(label="benchmark status")
         bench_img = gr.Image(label="Compile, cold and warm mask time", type="filepath")
         bench_table = gr.Dataframe(headers=BENCH_HEADERS, label="Results", interactive=False)
         bench_csv = gr.File(label="CSV")

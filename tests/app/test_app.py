@@ -1,6 +1,7 @@
 """The app's public API (pinned names), the kl_bandits endpoints through gradio_client, bad input, start-up."""
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 
@@ -34,6 +35,16 @@ def test_api_names_are_pinned(inline_app):
     assert list(API_NAMES) == IDS
     for mid, names in API_NAMES.items():
         assert all(n.startswith(mid + "_") for n in names), f"{mid}: endpoint names must start with {mid}_"
+
+
+def test_no_endpoint_exposes_unnamed_values(inline_app):
+    """Every input and output of a public endpoint carries a label (Gradio names unlabelled ones value_N)."""
+    _, demo = inline_app
+    info = demo.get_api_info()
+    unnamed = [(name, kind, p.get("component"), p.get("label"))
+               for name, ep in info["named_endpoints"].items() for kind in ("parameters", "returns")
+               for p in ep[kind] if not p.get("label") or re.fullmatch(r"value_\d+", p["label"])]
+    assert not unnamed, f"unlabelled endpoint values (give the component a label=): {unnamed}"
 
 
 def test_every_available_method_has_a_tab(inline_app):
