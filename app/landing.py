@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import html
+import json
 from pathlib import Path
 
 from engines.common.results import PRE_AUDIT, claim_counts
@@ -21,6 +22,24 @@ def claim_status(method_id: str) -> tuple[int, int] | None:
     return claim_counts(p.read_text(encoding="utf-8", errors="replace"))
 
 
+def main_miss(method_id: str) -> str:
+    """One line on why the method's main missed claim misses: ``docs/results/main_misses.json``, else the first
+    missed claim's own text from the results page."""
+    notes = ROOT / "docs" / "results" / "main_misses.json"
+    try:
+        note = json.loads(notes.read_text(encoding="utf-8")).get(method_id, "")
+    except (OSError, ValueError):
+        note = ""
+    if note:
+        return note
+    p = ROOT / "docs" / "results" / f"{method_id}.md"
+    for line in p.read_text(encoding="utf-8", errors="replace").splitlines() if p.exists() else []:
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if line.startswith("|") and cells[-1] == "MISS":
+            return f"missed: {cells[0]}"
+    return ""
+
+
 def is_pre_audit(method_id: str) -> bool:
     """A results page measured before the claims audit and not re-run since (it carries the banner)."""
     p = ROOT / "docs" / "results" / f"{method_id}.md"
@@ -34,7 +53,7 @@ def file_url(rel: str) -> str:
 def card(m: MethodSpec) -> str:
     e = html.escape
     badge = f'<span class="pl-badge pl-{m.status}">{m.status}</span>'
-    claims = ""
+    claims = claims_note = ""
     st = claim_status(m.id) if m.status == "available" else None
     if st is not None:
         ok, n = st
@@ -43,6 +62,10 @@ def card(m: MethodSpec) -> str:
         claims = (f'<span class="pl-badge {cls}" title="claims with a pass condition; reported figures are not '
                   f'counted{"; measured before the claims audit (issue 17)" if stale else ""}">{ok} of {n} claims '
                   f'reproduced{" (pre-audit)" if stale else ""}</span>')
+        if ok < n and (why := main_miss(m.id)):
+            results = file_url(m.results_page)
+            claims_note = (f'<p class="pl-why"><b>Main miss:</b> {e(why)} '
+                           f'<a href="{results}" target="_blank">What we measured</a></p>')
     links = []
     if (ROOT / m.docs_page).exists():
         links.append(f'<a href="{file_url(m.docs_page)}" target="_blank">method docs</a>')
@@ -59,7 +82,7 @@ def card(m: MethodSpec) -> str:
         f"<h3>{badge}{claims}{e(m.title)}</h3>"
         f'<div class="pl-paper">{e(m.paper.title)}</div>'
         f'<div class="pl-authors">{e(m.paper.authors)} · {e(m.paper.venue)}</div>'
-        f"<p>{e(m.summary)}</p>{try_line}"
+        f"<p>{e(m.summary)}</p>{try_line}{claims_note}"
         f'<div class="pl-links">{" · ".join(links)}</div></div>'
     )
 
@@ -70,6 +93,13 @@ def landing_html() -> str:
         '<div class="pl-hero"><h1>Paperlab</h1>'
         f"<p>Nineteen ICML 2025 papers, each with a tab where you can run the method and see its effect. "
         f"{n} of {len(METHODS)} are available now; open their tabs above. Heavy work runs as background jobs "
-        "with progress bars and a Stop button.</p></div>"
+        "with progress bars and a Stop button.</p>"
+        '<details class="pl-how"><summary>How we measure</summary><p>Each method\'s central claims are measured by '
+        "<code>make reproduce METHOD=&lt;id&gt;</code> on a 2-core CPU with tiny models trained here, at the paper's "
+        "or the spec's thresholds. <b>PASS</b>: the measured figure meets the threshold on held-out data (anything "
+        "tuned is chosen on a validation split). <b>MISS</b>: it does not, or the claim could not be measured in "
+        "that run; each miss is explained on the method's results page, usually by the scale of our tiny models. "
+        "Figures without a pass condition are shown as <i>reported</i> and are not counted. A card's "
+        "\"n of m claims reproduced\" counts claims only.</p></details></div>"
     )
     return head + '<div class="pl-grid">' + "".join(card(m) for m in METHODS) + "</div>"
