@@ -249,7 +249,9 @@ def main():
               f"worst: {worst} {per_style[worst]:.0%} (table below)", min(per_style.values()) >= 0.75)
     wall, cpu = sampling_time(pipe)
     rep.claim("25 DDIM steps × 8 images with guidance (VAE decoding included) take ≤ 1.5 s on 2 cores", "≤ 1.5 s",
-              f"{wall:.2f} s best wall of 5 (2 threads), {cpu:.2f} CPU-s per batch", wall <= 1.5 or cpu <= 3.0)
+              f"{wall:.2f} s best wall of 5 (2 threads), {cpu:.2f} CPU-s per batch = {cpu / 2:.2f} s on 2 fully used "
+              "cores (passes on wall ≤ 1.5 s, or on CPU-s ≤ 3.0 when other jobs share the machine)",
+              wall <= 1.5 or cpu <= 3.0)
     n_rows = 10
     rep.figure(samples_figure(imgs, prompts, po == objs, ps == styles, per_prompt=6, n_prompts=n_rows), "t2i_samples",
                f"Samples for {n_rows} held-out prompts (6 seeds each) with the judges' verdicts")
