@@ -265,6 +265,7 @@ METHODS: list[MethodSpec] = [
         paper=Paper("Mixture of Experts Made Intrinsically Interpretable", "Xingyi Yang et al.", arxiv="2503.07639"),
         summary="Neurons of dense models mix many concepts, which makes them hard to read. MoE-X rewrites the MoE layer as one wide, sparse MLP with ReLU experts and sparsity-aware routing, so its hidden units line up with single concepts.",
         try_it="Step through a chess game and see which hidden units fire and which board facts each unit stands for.",
+        status="available",
         entries={
             "explore": Entry("engines.moex.experiment:explore", "engines.moex.params:ExploreParams"),
             "search": Entry("engines.moex.experiment:search_job", "engines.moex.params:SearchParams"),

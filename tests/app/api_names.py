@@ -31,7 +31,7 @@ API_NAMES: dict[str, set[str]] = {
 
     "kl_bandits": {"kl_bandits_run", "kl_bandits_eta_sweep", "kl_bandits_rlhf", "kl_bandits_stop"},
 
-    "moex": set(),
+    "moex": {"moex_explore", "moex_search", "moex_grid", "moex_stop"},
 
     "prototype": {"prototype_apply", "prototype_run_program", "prototype_undo", "prototype_redo", "prototype_reset",
                   "prototype_spec", "prototype_specify", "prototype_benchmark", "prototype_stop"},

@@ -1,0 +1,40 @@
+"""The moex endpoints through gradio_client (inline jobs, micro models), and bad input."""
+from __future__ import annotations
+
+import pytest
+from gradio_client import Client
+
+MODELS = ["dense_gelu", "topk_gelu", "moex", "sae"]
+
+
+@pytest.fixture(scope="module")
+def client(inline_app):
+    url, _ = inline_app
+    return Client(url, verbose=False)
+
+
+def test_explore_and_search(client):
+    board, moves, units, status = client.predict("synthetic:1", "", 3, MODELS, 4, api_name="/moex_explore")
+    assert "<svg" in board and "**1. " in moves and "◀" in moves
+    names = {r[0] for r in units["data"]}
+    assert names <= {"Dense GELU", "TopK MoE", "MoE-X", "SAE on dense"} and "MoE-X" in names
+    assert "position 3" in status and "units active" in status
+    board2, _, units2, status2 = client.predict("synthetic:0", "1.e4 e5 2.Nf3 Nc6 3.Bb5 a6", 2, ["moex"], 3,
+                                                api_name="/moex_explore")
+    assert "your PGN" in status2 and {r[0] for r in units2["data"]} <= {"MoE-X"}
+    table, msg = client.predict("castle", api_name="/moex_search")
+    feats = {r[0] for r in table["data"]}
+    assert "white can castle kingside" in feats and "4 board feature(s)" in msg
+
+
+def test_bad_input(client):
+    with pytest.raises(Exception, match="Ke3|illegal"):
+        client.predict("synthetic:0", "1.e4 e5 2.Ke3", 1, MODELS, 4, api_name="/moex_explore")
+    with pytest.raises(Exception, match="unknown feature"):
+        client.predict("dragon on z9", api_name="/moex_search")
+    with pytest.raises(Exception, match="(?i)position|maximum"):
+        client.predict("synthetic:0", "", 500, MODELS, 4, api_name="/moex_explore")
+    with pytest.raises(Exception, match="beyond this game"):
+        client.predict("synthetic:0", "1.e4 e5", 30, MODELS, 4, api_name="/moex_explore")
+    # the app keeps serving after bad input
+    assert client.predict("synthetic:2", "", 2, ["moex"], 2, api_name="/moex_explore")[3]
