@@ -224,6 +224,19 @@ METHODS: list[MethodSpec] = [
         paper=Paper("PoisonedEye: Knowledge Poisoning Attack on Retrieval-Augmented Generation based Large Vision-Language Models", "Chenyang Zhang et al.", code_url="https://github.com/123000001212/PoisonedEye"),
         summary="A vision-language model that retrieves image-text knowledge can be steered by one poisoned entry. PoisonedEye crafts that entry so it is retrieved for the target queries and flips the generated answer.",
         try_it="Craft one poisoned image-text entry, inject it into the knowledge base and see whether the answer flips.",
+        entries={
+            "craft": Entry("engines.poisonedeye.experiment:craft", "engines.poisonedeye.params:CraftParams"),
+            "benchmark": Entry("engines.poisonedeye.experiment:benchmark", "engines.poisonedeye.params:BenchmarkParams"),
+        },
+        claims=(
+            Claim("Fused embedding has unit norm; flat-L2 ranking equals cosine ranking", _repro("poisonedeye")),
+            Claim("PE-S puts the poison at rank 1 for ≥ 95% of 50 target queries; ‖δ‖∞ ≤ ε on the saved 8-bit image", _repro("poisonedeye")),
+            Claim("Class-wise ASR: PE-C > PE-S > PE-B with PE-C ≥ 70%", _repro("poisonedeye")),
+            Claim("ASR ≤ top-k retrieval rate + no-poison target rate + 2 points for every variant", _repro("poisonedeye")),
+            Claim("Removing the poison restores the index bit for bit and clean accuracy within 1 point", _repro("poisonedeye")),
+            Claim("Purification cuts PE-C top-k retrieval by ≥ 30 points with ≤ 5 points clean recall@3 loss", _repro("poisonedeye")),
+            Claim("Paper-scale retriever and LVLM classes build from local configs without downloading", _repro("poisonedeye")),
+        ),
     ),
     MethodSpec(
         id="fedag",
