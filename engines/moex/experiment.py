@@ -22,7 +22,7 @@ from .model import MICRO, TINY, VARIANT_LABELS, GPTConfig, TrainConfig, probe_ml
 from .params import ExploreParams, GridParams, SearchParams
 
 RECIPE = {"steps": 500, "batch": 16, "lr": 3e-3}
-SAE_RECIPE = {"width_mult": 8, "steps": 1500, "l1_grid": (0.002, 0.006, 0.02), "games": 400}
+SAE_RECIPE = {"width_mult": 8, "steps": 1500, "l1_start": 0.01, "l1_trials": 4, "games": 400}
 
 
 def default_train_config(variant: str, seed: int = 0, **over) -> TrainConfig:
@@ -123,15 +123,17 @@ def sae_on_dense(dense_model, target_l0: float | None, seed: int = 0, cancelled=
     acts = layer.last_h.reshape(-1, layer.width).clone()
     layer.record = False
     val_h = torch.as_tensor(T.hidden_at_dots(dense_model, probe_sets(cfg.ctx)[1])["h"])
-    best = None
-    for l1 in recipe["l1_grid"][:1] if test else recipe["l1_grid"]:
+    best, l1 = None, recipe["l1_start"]
+    for _ in range(1 if test or not target_l0 else recipe["l1_trials"]):
         sae, info = train_sae(acts, layer.width * recipe["width_mult"], l1, 30 if test else recipe["steps"], seed,
                               cancelled=cancelled)
         with torch.no_grad():
             info["val_l0"] = float((sae.encode(val_h / sae.scale) > 0).float().sum(1).mean())
-        dist = abs(info["val_l0"] - target_l0) if target_l0 else 0.0
+        dist = abs(np.log(max(info["val_l0"], 0.1) / target_l0)) if target_l0 else 0.0
         if best is None or dist < best[2]:
             best = (sae, info, dist)
+        if target_l0:  # geometric search on the L1 coefficient towards MoE-X's L0
+            l1 *= float(np.clip(info["val_l0"] / target_l0, 0.25, 4.0))
     return best[0], best[1]
 
 

@@ -130,5 +130,21 @@ def build() -> None:
                                 if k in m["eval"]}), flush=True)
 
 
+EXAMPLE = Path(__file__).resolve().parent / "example.json"
+
+
+def build_example() -> dict:
+    """The tab's worked example (position 6 of random game #0), computed with the shipped models."""
+    from .experiment import explore
+
+    res = explore({"game": "synthetic:0", "position": 6, "top_n": 5})
+    EXAMPLE.write_text(json.dumps(res, indent=0))
+    return res
+
+
 if __name__ == "__main__":
-    build()
+    import sys
+
+    if "--example-only" not in sys.argv:
+        build()
+    build_example()

@@ -223,3 +223,20 @@ def test_explore_and_search_on_the_micro_models():
     assert got["matches"] == 2
     found = got["features"]["white can castle kingside"]["moex"]
     assert found is not None and 0 < found["f1"] <= 1 and 0 <= found["unit"] < MICRO.n_experts * MICRO.expert_hidden
+
+
+def test_grid_job_reports_every_variant_and_stops_when_asked():
+    import threading
+
+    from engines.common.context import JobCancelled, LocalContext
+    from engines.moex.experiment import grid
+
+    small = dict(variants=["dense_relu", "moex"], steps=10, n_embd=32, dense_hidden=32, n_experts=4, n_layer=2)
+    res = grid(small)
+    assert [r["variant"] for r in res["rows"]] == ["dense_relu", "moex"]
+    assert res["rows"][1]["units"] == 4 * 16 and -1 <= res["rows"][1]["router_spearman"] <= 1
+    assert all(0 <= r["coverage"] <= 1 and 0 <= r["reconstruction"] <= 1 for r in res["rows"])
+    ev = threading.Event()
+    ev.set()
+    with pytest.raises(JobCancelled):
+        grid(dict(small, steps=11), LocalContext(cancel_event=ev))
