@@ -224,6 +224,7 @@ METHODS: list[MethodSpec] = [
         paper=Paper("PoisonedEye: Knowledge Poisoning Attack on Retrieval-Augmented Generation based Large Vision-Language Models", "Chenyang Zhang et al.", code_url="https://github.com/123000001212/PoisonedEye"),
         summary="A vision-language model that retrieves image-text knowledge can be steered by one poisoned entry. PoisonedEye crafts that entry so it is retrieved for the target queries and flips the generated answer.",
         try_it="Craft one poisoned image-text entry, inject it into the knowledge base and see whether the answer flips.",
+        status="available",
         entries={
             "craft": Entry("engines.poisonedeye.experiment:craft", "engines.poisonedeye.params:CraftParams"),
             "benchmark": Entry("engines.poisonedeye.experiment:benchmark", "engines.poisonedeye.params:BenchmarkParams"),

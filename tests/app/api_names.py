@@ -23,7 +23,7 @@ API_NAMES: dict[str, set[str]] = {
 
     "syncmind": {"syncmind_pick", "syncmind_run", "syncmind_batch", "syncmind_build", "syncmind_stop"},
 
-    "poisonedeye": set(),
+    "poisonedeye": {"poisonedeye_craft", "poisonedeye_benchmark", "poisonedeye_stop"},
 
     "fedag": set(),
 
