@@ -251,7 +251,7 @@ def _evaluate(rag, reader, variant, imgs, text, crafts, held, question, p, clean
     """Inject each class's poison, query the class's held-out queries, answer, remove the poison."""
     corpus = rag.corpus
     fp = rag.index.fingerprint()
-    per_class, ranks, asr, acc, exact, refused = [], [], [], [], True, 0
+    per_class, ranks, asr, acc, exact, refused, in_ctx = [], [], [], [], True, 0, []
     for c, (img, hq) in enumerate(zip(imgs, held)):
         ing = rag.ingest(img, text)
         rows_clean = clean["ids"][c]
@@ -272,6 +272,8 @@ def _evaluate(rag, reader, variant, imgs, text, crafts, held, question, p, clean
                 for j, a in zip(changed, new):
                     answers[j] = a
             s = [contains(a, p.target_answer) for a in answers]
+            if ing.accepted:
+                in_ctx += [si for si, row in zip(s, ids) if ing.entry in row]
             k = [correct(a, corpus.answer_names(c)) for a in answers]
             asr += s
             acc += k
@@ -287,6 +289,7 @@ def _evaluate(rag, reader, variant, imgs, text, crafts, held, question, p, clean
     return dict(variant=variant, top1=float((ranks == 1).mean()), topk=float((ranks <= p.k).mean()),
                 asr=float(np.mean(asr)) if asr else None, acc=float(np.mean(acc)) if acc else None,
                 median_rank=float(np.median(ranks)), mean_rank=float(ranks.mean()), refused=refused,
+                retrieved_n=len(in_ctx), asr_given_retrieved=float(np.mean(in_ctx)) if in_ctx else None,
                 per_class=per_class, removed_exact=bool(exact))
 
 
@@ -326,6 +329,7 @@ def benchmark(params: BenchmarkParams | dict, ctx=None) -> BenchmarkResult:
     n_classes = min(p.classes, len(corpus.classes))
     crafts, held = _split_queries(corpus, n_classes, p.eval_number, p.seed)
     rag = build_rag(p, retr, corpus, kb_iv, defended=False)
+    fp_start = rag.index.fingerprint()
     reader = None if p.retrieval_only else load_reader(p.generator)
     ctx.progress(0.1, "clean system: retrieval and answers without poison")
     t = time.perf_counter()
@@ -350,6 +354,13 @@ def benchmark(params: BenchmarkParams | dict, ctx=None) -> BenchmarkResult:
         if drag is not None:
             ctx.progress(0.15 + 0.8 * (vi + 0.65) / len(p.variants), f"{v}: against the defence")
             defended.append(_evaluate(drag, reader, v, imgs, text, crafts, held, question, p, dclean, ctx))
+    if p.verify_removal and reader is not None:
+        ctx.progress(0.97, "answering the clean queries again on the restored index")
+        getattr(reader, "_memo", {}).clear()  # regenerate: no answer is reused from before the attack
+        after = _clean_run(rag, reader, held, question, p, ctx)
+        same = all(np.array_equal(a, b) for a, b in zip(after["ids"], clean["ids"]))
+        clean["after_removal"] = dict(acc=after["acc"], target_rate=after["target_rate"], same_retrieval=bool(same),
+                                      index_restored=rag.index.fingerprint() == fp_start)
     cons = {}
     if not p.retrieval_only:
         for r in variants:

@@ -96,6 +96,7 @@ class BenchmarkParams(SystemParams, AttackParams):
     eval_number: int = Field(20, ge=1, le=30, description="held-out queries per class (code: eval_number)")
     retrieval_only: bool = Field(False, description="skip generation (retrieval metrics only; code: --retrieval_only)")
     compare_defence: bool = Field(False, description="also evaluate with the chosen defences switched on")
+    verify_removal: bool = Field(False, description="after removing every poison, answer the clean queries again from scratch")
 
     @field_validator("variants")
     @classmethod
