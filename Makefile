@@ -1,4 +1,5 @@
-# Paperlab: `make run`, `make test`, `make reproduce [METHOD=id]`, `make models [MODELS=target ...]`.
+# Paperlab: `make run`, `make test`, `make reproduce [METHOD=id]`, `make models [MODELS=target ...]`,
+# `make docker-check [MODE=space|compose|all]`.
 PYTHON ?= python3.11
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
@@ -7,7 +8,7 @@ STAMP  := $(VENV)/.installed
 # Packages whose declared dependencies are wrong for us (CLI plugins, old pins): installed --no-deps.
 NODEPS := requirements-nodeps.txt
 
-.PHONY: install run test test-fast bench reproduce models lint clean fuzz
+.PHONY: install run test test-fast bench reproduce models lint clean fuzz docker-check
 
 $(PY):
 	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -49,6 +50,13 @@ reproduce: install
 # MODELS=zoo/clip (or zoo/vae, zoo/t2i, zoo/judge_object, zoo/judge_style, object_audio) for a subset.
 models: install
 	$(PY) -m engines.release_models build $(MODELS)
+
+# Build the Docker Space image and run it for real (docs/deployment.md); not part of `make test`.
+# MODE=space (the Space image alone), compose (Redis + web + 2 workers, one killed mid-job) or all (default).
+# Needs a Docker daemon; needs only Python with gradio_client (the project's .venv when it exists).
+MODE ?= all
+docker-check:
+	$(if $(wildcard $(PY)),$(PY),$(PYTHON)) docker/check.py $(MODE)
 
 clean:
 	rm -rf $(VENV) .pytest_cache
