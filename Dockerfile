@@ -15,9 +15,10 @@ ARG BASE=python:3.11-slim
 
 # ---------------------------------------------------------------------------------------------------------------
 FROM ${BASE} AS runtime
-# python3.11 (when the base has none) and the Debian datasets the methods read (Fashion-MNIST, CC0 samples).
+# python3.11 (when the base has none), git (syncmind builds and reads repository histories) and the Debian
+# datasets the methods read (Fashion-MNIST, CC0 samples).
 RUN set -eux; export DEBIAN_FRONTEND=noninteractive; apt-get update; \
-    pkgs="dataset-fashion-mnist sonic-pi-samples"; \
+    pkgs="git dataset-fashion-mnist sonic-pi-samples"; \
     command -v python3.11 >/dev/null || pkgs="$pkgs python3.11 python3.11-venv"; \
     apt-get install -y --no-install-recommends $pkgs; \
     apt-get clean; rm -rf /var/lib/apt/lists/* /var/log/apt /var/log/dpkg.log /var/cache/debconf/*-old; \

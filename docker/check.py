@@ -364,9 +364,23 @@ def image_hygiene(d: str) -> None:
           "no CA bundle or pip configuration in the image history")
 
 
+def imports_in_image(d: str) -> None:
+    """Every engines/app/workers module imports inside the image (a missing system library shows here)."""
+    code = ("import importlib, pkgutil, sys\nbad = []\nfor top in ('engines', 'workers', 'app'):\n"
+            " for m in pkgutil.walk_packages(importlib.import_module(top).__path__, top + '.'):\n"
+            "  try: importlib.import_module(m.name)\n"
+            "  except Exception as e: bad.append(f'{m.name}: {type(e).__name__}: {e}')\n"
+            "print(len(sys.modules)); print('\\n'.join(bad))")
+    t = time.monotonic()
+    out = sh(d, "run", "--rm", IMAGE, "python", "-c", code, timeout=900).splitlines()
+    check(len(out) == 1, f"every module of engines, workers and app imports in the image ({time.monotonic() - t:.0f} s)"
+          + ("" if len(out) == 1 else ":\n  " + "\n  ".join(out[1:])))
+
+
 def space_check(d: str) -> None:
     sh(d, "rm", "-f", NAME, check_rc=False)
     image_hygiene(d)
+    imports_in_image(d)
     t = time.monotonic()
     sh(d, "run", "-d", "--name", NAME, "-p", f"127.0.0.1:{PORT}:7860", IMAGE)
     try:
