@@ -377,10 +377,19 @@ def imports_in_image(d: str) -> None:
           + ("" if len(out) == 1 else ":\n  " + "\n  ".join(out[1:])))
 
 
+def gpu_worker_image(d: str) -> None:
+    cmd = sh(d, "image", "inspect", "-f", "{{json .Config.Cmd}} {{.Config.User}}", GPU_IMAGE)
+    out = sh(d, "run", "--rm", GPU_IMAGE, "python", "-c",
+             "import torch, os; print(torch.__version__, torch.version.cuda, torch.cuda.is_available(), os.environ['PAPERLAB_DEVICE'])")
+    check('"-Q","gpu","--pool=solo"' in cmd and cmd.endswith(" user") and out.startswith("2.14.1"),
+          f"{GPU_IMAGE}: celery -Q gpu --pool=solo as user; torch, CUDA, GPU visible, device: {out}")
+
+
 def space_check(d: str) -> None:
     sh(d, "rm", "-f", NAME, check_rc=False)
     image_hygiene(d)
     imports_in_image(d)
+    gpu_worker_image(d)
     t = time.monotonic()
     sh(d, "run", "-d", "--name", NAME, "-p", f"127.0.0.1:{PORT}:7860", IMAGE)
     try:
