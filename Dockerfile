@@ -46,8 +46,7 @@ RUN --mount=type=secret,id=pip_ca --mount=type=secret,id=pip_conf \
     rm -rf /tmp/deps /root/.cache
 
 # ---------------------------------------------------------------------------------------------------------------
-FROM runtime AS app
-COPY --from=deps /opt/venv /opt/venv
+FROM deps AS app
 # HOME is the user's (Hugging Face runs the container as uid 1000); caches and jobs go to /home/user/data.
 ENV PATH=/opt/venv/bin:$PATH PYTHONPATH=/home/user/app HOME=/home/user PYTHONUNBUFFERED=1 \
     PAPERLAB_HOST=0.0.0.0 PAPERLAB_PORT=7860 PAPERLAB_DATA_DIR=/home/user/data \
