@@ -350,12 +350,13 @@ def processes_uid(d: str, container: str) -> set[str]:
 
 def image_hygiene(d: str) -> None:
     script = ("cd /home/user/app; bad=''; for p in tests .git .venv data .pytest_cache docs/screenshots "
-              "/root/.cache /home/user/.cache /run/secrets/pip_ca /run/secrets/pip_conf; do [ -e $p ] && bad=\"$bad $p\"; "
-              "done; ls /var/lib/apt/lists | grep -qv '^lock$\\|^partial$\\|^auxfiles$' && bad=\"$bad apt-lists\"; "
-              "find / -xdev \\( -name '*.whl' -o -name pip.conf -o -name '*.pem' -path '*secret*' \\) -print 2>/dev/null "
-              "| grep -v '^/proc' | head -3 | sed 's/^/ /' | tr -d '\\n' > /tmp/x; bad=\"$bad$(cat /tmp/x)\"; echo \"$bad\"; "
+              "/root/.cache /home/user/.cache /tmp/deps /run/secrets/pip_ca /run/secrets/pip_conf; do "
+              "[ -e $p ] && bad=\"$bad $p\"; done; "
+              "[ -n \"$(ls /var/lib/apt/lists | grep -v '^lock$\\|^partial$\\|^auxfiles$')\" ] && bad=\"$bad apt-lists\"; "
+              "[ -n \"$(find / -xdev \\( -name pip.conf -o -name '*.pyc' -path '/home/user/app/tests/*' \\) "
+              "-not -path '/proc/*' 2>/dev/null)\" ] && bad=\"$bad pip.conf\"; echo \"$bad\"; "
               "du -sm /home/user/app/release /opt/venv | cut -f1 | tr '\\n' ' '")
-    out = sh(d, "run", "--rm", "--entrypoint", "sh", IMAGE, "-c", script).splitlines()
+    out = sh(d, "run", "--rm", "--user", "0", "--entrypoint", "sh", IMAGE, "-c", script).splitlines()
     check(out[0].strip() == "", f"the image holds no tests, test data, caches, pip config or secrets ({out[0].strip() or 'clean'})")
     rel, venv = out[1].split()
     summary["image: release (MB) / venv (MB)"] = f"{rel} / {venv}"
