@@ -10,12 +10,16 @@ from engines.cl_angles.params import SELECTOR_LABELS, VARIANT_LABELS
 from engines.cl_angles.plots import (bins_figure, curves_figure, neurons_figure, selection_figure,
                                      selection_gallery, sweep_figure)
 
+from .. import worked_example
 from ..bridge import JobRun, cancel_job
 
 METHOD_ID = "cl_angles"
 VARIANT_CHOICES = [(v, k) for k, v in VARIANT_LABELS.items()]
 SELECTOR_CHOICES = [(v, k) for k, v in SELECTOR_LABELS.items()]
 CLASS_CHOICES = [str(i) for i in range(10)]
+# the worked example shown on arrival: the default angle (harmful forgetting without replay)
+EXAMPLE = dict(angle=150.0, epochs1=1500, epochs2=1500, seed=0, mu_norm=8.0, buffer_frac=0.1, selector="random",
+               ewc_lambda=1e6, variants=list(VARIANT_LABELS))
 
 
 def _variants(variants) -> list[str]:
@@ -38,11 +42,20 @@ def run_angle(angle, mu_norm, buffer_pct, selector, ewc_lambda, epochs1, epochs2
     job = JobRun(METHOD_ID, "angle_run", params)
     yield job.id, gr.skip(), gr.skip(), gr.skip(), gr.skip(), f"Job {job.id[:8]} queued…"
     res = job.wait(progress)
+    yield (job.id, *render_angle(res), angle_summary(res) + f" Done in {res['elapsed_s']:.1f} s.")
+
+
+def angle_summary(res: dict) -> str:
     first = "cl" if "cl" in res["variants"] else res["variants"][0]
     forg = ", ".join(f"{VARIANT_LABELS[v]} {res['forgetting'][v]:.3f}" for v in res["variants"])
-    yield (job.id, res, curves_figure(res), neurons_figure(res, first), first,
-           f"θ = {res['angle']:g}°: task-1 error after task 2 — {forg} ({res['regime']} for "
-           f"{VARIANT_LABELS[first]}). Done in {res['elapsed_s']:.1f} s.")
+    return (f"θ = {res['angle']:g}°: task-1 error after task 2 — {forg} ({res['regime']} for "
+            f"{VARIANT_LABELS[first]}).")
+
+
+def render_angle(res: dict) -> tuple:
+    """(result state, error curves, neuron plot, variant shown) of an ``angle_run`` result."""
+    first = "cl" if "cl" in res["variants"] else res["variants"][0]
+    return res, curves_figure(res), neurons_figure(res, first), first
 
 
 def show_neurons(res, variant):
@@ -123,10 +136,11 @@ def build() -> None:
                 stop = gr.Button("Stop", variant="stop")
             status = gr.Markdown(label="run status", elem_id="cl_angles_status")
         with gr.Column(scale=3):
-            curves_plot = gr.Plot(label="Test error over training", show_label=False, elem_id="cl_angles_curves")
+            curves_plot = gr.Plot(label="Test error of task 1 and task 2 over training, per variant",
+                                  elem_id="cl_angles_curves")
             neuron_variant = gr.Radio(VARIANT_CHOICES, value="cl", label="Neurons of")
-            neurons_plot = gr.Plot(label="Filters and their signal/noise coefficients", show_label=False,
-                                    elem_id="cl_angles_neurons")
+            neurons_plot = gr.Plot(label="Filters and their coefficients on μ₁, μ₂ and the noise",
+                                   elem_id="cl_angles_neurons")
     gr.Examples([[60], [120], [135], [150], [180]], inputs=[angle], label="Angles to try (then press Run)")
 
     with gr.Accordion("Full sweep: forgetting against θ (background job)", open=True):
@@ -136,7 +150,8 @@ def build() -> None:
             sweep_epochs = gr.Slider(100, 5000, value=1500, step=100, label="Epochs on task 2")
             sweep_btn = gr.Button("Run sweep", elem_id="cl_angles_sweep")
         sweep_status = gr.Markdown(label="sweep status")
-        sweep_plot = gr.Plot(label="Forgetting against the angle", elem_id="cl_angles_sweep_plot")
+        sweep_plot = gr.Plot(label="Task-1 error after task 2 against the angle θ (appears after 'Run sweep')",
+                             elem_id="cl_angles_sweep_plot")
 
     with gr.Accordion("Real images: task angle and mid-angle sampling (background jobs)", open=False):
         with gr.Row():
@@ -149,7 +164,8 @@ def build() -> None:
                     "against the number of replayed task-1 samples.")
         bins_btn = gr.Button("Run angle bins", elem_id="cl_angles_bins")
         bins_status = gr.Markdown(label="angle-bin status")
-        bins_plot = gr.Plot(label="Task-1 accuracy after task 2", elem_id="cl_angles_bins_plot")
+        bins_plot = gr.Plot(label="Task-1 accuracy after task 2 against replayed samples (after 'Run angle bins')",
+                            elem_id="cl_angles_bins_plot")
         gr.Markdown("**Buffer selection.** Two classes per task on a shared head; the buffer keeps k samples "
                     "per class of task 1, chosen by their cosine to the class prototype.")
         with gr.Row():
@@ -163,13 +179,17 @@ def build() -> None:
         selectors = gr.CheckboxGroup(SELECTOR_CHOICES, value=list(SELECTOR_LABELS), label="Selectors")
         buffer_btn = gr.Button("Compare selectors", elem_id="cl_angles_buffer")
         buffer_status = gr.Markdown(label="buffer-selection status")
-        sel_plot = gr.Plot(label="Cosines and forgetting", elem_id="cl_angles_selection_plot")
+        sel_plot = gr.Plot(label="Cosines to the class prototype and forgetting per selector (after 'Compare selectors')",
+                           elem_id="cl_angles_selection_plot")
         sel_table = gr.Dataframe(headers=["selector", "task-1 error", "std", "task-2 error"], interactive=False,
                                  label="Task-1 test error after task 2 (mean over seeds)")
-        gallery = gr.Plot(label="Replayed samples (seed 0)")
+        gallery = gr.Plot(label="Replayed samples of each selector (seed 0)")
 
     run_inputs = [angle, mu_norm, buffer_pct, selector, ewc_lambda, epochs1, epochs2, seed, variants]
     run_outputs = [job_id, result, curves_plot, neurons_plot, neuron_variant, status]
+    worked_example.on_load(METHOD_ID, "angle_run", EXAMPLE, render_angle,
+                           [result, curves_plot, neurons_plot, neuron_variant], status,
+                           done=lambda r: f"**Worked example.** {angle_summary(r)} Drag θ to train again.")
     ev1 = run.click(run_angle, run_inputs, run_outputs, api_name="cl_angles_run")
     ev2 = angle.release(run_angle, run_inputs, run_outputs, api_visibility="private", trigger_mode="always_last")
     neuron_variant.change(show_neurons, [result, neuron_variant], neurons_plot, api_name="cl_angles_neurons")

@@ -16,6 +16,10 @@ from engines.fdgen.params import (ALL_VARIANTS, BACKBONE_LABELS, DATASET_LABELS,
 from ..bridge import JobRun, cancel_job
 
 METHOD_ID = "fdgen"
+# the results table's columns before the first run (engines.fdgen.plots.metrics_table, without importing matplotlib)
+TABLE_HEADERS = ["graph", "GCN accuracy", "ΔSP", "ΔEO", "sensitive homophily h_s", "degree gap Δdeg",
+                 "probe AUC (s from X)", "feature MMD² between groups", "degree MMD vs real", "clustering MMD vs real",
+                 "feature MMD² vs real"]
 TEXT_SUFFIXES = {".csv", ".tsv", ".txt", ".edgelist", ".edges"}
 BIAS_ROWS = [("nodes", "nodes", "{:.0f}"), ("edges", "edges", "{:.0f}"), ("mean_degree", "mean degree", "{:.1f}"),
              ("minority_share", "share of s = 1", "{:.2f}"), ("base_rate_gap", "label base-rate gap |ΔP(y=1)|", "{:.3f}"),
@@ -76,6 +80,24 @@ def run_inspect(*data_inputs):
     md = (f"**{res.label}** — sensitive attribute *{res.s_name}*, label *{res.y_name}*, {res.n_features} features. "
           f"{notes}. Most group-biased feature: `{res.biased_feature}`.")
     return inspect_figure(g, res.bias), rows, md
+
+
+_EXAMPLE: dict = {}
+
+
+def inspect_example(*data_inputs):
+    """The worked example shown on arrival: the first example's graph inspected (no training on page load).
+    Computed once per process by the same function as the Inspect button."""
+    key = repr(data_inputs)
+    if key not in _EXAMPLE:
+        try:
+            _EXAMPLE[key] = run_inspect(*data_inputs)
+        except Exception as e:  # the tab says why instead of staying empty
+            from ..worked_example import banner
+
+            return gr.skip(), gr.skip(), banner(str(e))
+    fig, rows, md = _EXAMPLE[key]
+    return fig, rows, md + "\n\n*Worked example: press **Train & sample** to train the four generators on it.*"
 
 
 def _result_outputs(res: dict):
@@ -178,14 +200,16 @@ def build() -> None:
         with gr.Column(scale=3):
             inspect_md = gr.Markdown(label="dataset inspection")
             inspect_plot = gr.Plot(label="Real graph: groups and feature bias", elem_id="fdgen_inspect_plot")
-            bias_table = gr.Dataframe(headers=["metric", "value"], label="Bias of the real graph", interactive=False)
-            drawing = gr.Image(label="Real vs generated graphs (colour = group, ● y = 1, ▲ y = 0)", type="filepath",
-                               elem_id="fdgen_drawing")
-            table = gr.Dataframe(label="Real graph and generators (mean ± std)", interactive=False,
+            bias_table = gr.Dataframe(headers=["metric", "value"], label="Bias of the real graph", interactive=False,
+                                      elem_id="fdgen_bias_table")
+            drawing = gr.Image(label="Real vs generated graphs (colour = group, ● y = 1, ▲ y = 0; after Train & sample)",
+                               type="filepath", elem_id="fdgen_drawing")
+            table = gr.Dataframe(headers=TABLE_HEADERS, label="Real graph and generators, mean ± std (after Train & "
+                                 "sample; scroll sideways for all columns)", interactive=False, wrap=True,
                                  elem_id="fdgen_table")
-            bars = gr.Plot(label="ΔSP and ΔEO of a GCN trained on each graph")
-            hist = gr.Plot(label="Feature histograms by group")
-            pareto = gr.Plot(label="Accuracy vs ΔSP over λ")
+            bars = gr.Plot(label="ΔSP and ΔEO of a GCN trained on each graph (after Train & sample)")
+            hist = gr.Plot(label="Feature histograms by group, real vs generated (after Train & sample)")
+            pareto = gr.Plot(label="Accuracy vs ΔSP over λ (after 'Run λ sweep')")
             files = gr.File(label="Generated graphs (edge list, node CSV, GraphML)", file_count="multiple")
     data_inputs = [dataset, n_nodes, sensitive, knn, minority, homophily, feature_bias, label_bias, avg_degree,
                    edges_file, nodes_file]
@@ -193,6 +217,9 @@ def build() -> None:
         [["german", 600, "age", 10], ["german", 600, "sex", 10], ["compas", 600, "age", 10], ["adult", 600, "age", 10], ["sbm", 600, "age", 10]],
         inputs=[dataset, n_nodes, sensitive, knn], label="Examples (then press Inspect or Train & sample)",
     )
+    # the worked example: the first example's graph, inspected when the page loads
+    gr.on(None, inspect_example, data_inputs, [inspect_plot, bias_table, inspect_md], api_visibility="private",
+          show_progress="minimal")
     inspect_btn.click(run_inspect, data_inputs, [inspect_plot, bias_table, inspect_md], api_name="fdgen_inspect")
     ev = train_btn.click(run_train, data_inputs + [backbone, lambda_f, lambda_s, feat_mode, epochs, steps, seeds,
                                                    samples, variants],

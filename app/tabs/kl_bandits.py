@@ -9,9 +9,13 @@ import gradio as gr
 from engines.kl_bandits.params import METHOD_LABELS
 from engines.kl_bandits.plots import eta_figure, policy_figure, regret_figure, rlhf_figure
 
+from .. import worked_example
 from ..bridge import JobRun, cancel_job
 
 METHOD_ID = "kl_bandits"
+# the worked example: the first row of the examples, with the default methods (shown on arrival)
+EXAMPLE = dict(env="linear", eta=5.0, horizon=5000, dim=8, arms=20, noise=0.1, beta=1.0, seeds=3,
+               reference="uniform", methods=["kl_ucb", "kl_greedy", "ucb"])
 
 
 def summary_rows(res: dict) -> list[list]:
@@ -34,8 +38,12 @@ def run_curves(env, eta, horizon, dim, arms, noise, beta, seeds, reference, meth
     job = JobRun(METHOD_ID, "regret_curves", params)
     yield job.id, gr.skip(), gr.skip(), gr.skip(), f"Job {job.id[:8]} queued…"
     res = job.wait(progress)
-    yield (job.id, regret_figure(res), policy_figure(res), summary_rows(res),
-           f"Done in {res['elapsed_s']:.1f} s of compute (job {job.id[:8]}).")
+    yield (job.id, *render_curves(res), f"Done in {res['elapsed_s']:.1f} s of compute (job {job.id[:8]}).")
+
+
+def render_curves(res: dict) -> tuple:
+    """The regret plot, the policy plot and the fit table of a ``regret_curves`` result."""
+    return regret_figure(res), policy_figure(res), summary_rows(res)
 
 
 def run_eta_sweep(env, horizon, dim, arms, noise, beta, seeds, reference, progress=gr.Progress()):
@@ -73,9 +81,10 @@ def build() -> None:
         "its KL-regularised regret grows like **log T**, while unregularised UCB pays **√T** on hard instances."
     )
     job_id = gr.State(None)
+    ex = EXAMPLE
     with gr.Row():
         with gr.Column(scale=1, min_width=300):
-            env = gr.Radio(["linear", "hard"], value="linear", label="Environment",
+            env = gr.Radio(["linear", "hard"], value=ex["env"], label="Environment",
                            info="linear: contextual bandit (A); hard: K-armed, gap √(K/T) (B)")
             eta = gr.Slider(0.5, 200, value=5, step=0.5, label="η (inverse KL strength)")
             horizon = gr.Slider(1000, 50000, value=5000, step=1000, label="Horizon T")
@@ -92,12 +101,15 @@ def build() -> None:
                 run = gr.Button("Run", variant="primary", elem_id="kl_bandits_run")
                 stop = gr.Button("Stop", variant="stop")
             sweep = gr.Button("Regret vs η")
-            status = gr.Markdown(label="status")
+            status = gr.Markdown(label="status", elem_id="kl_bandits_status")
         with gr.Column(scale=3):
-            regret_plot = gr.Plot(label="Cumulative regret", elem_id="kl_bandits_regret_plot")
-            summary = gr.Dataframe(headers=SUMMARY_HEADERS, label="Fits", interactive=False)
-            policy_plot = gr.Plot(label="Policy on one context")
-            eta_plot = gr.Plot(label="Final regret against η")
+            regret_plot = gr.Plot(label="Cumulative regret against the horizon T (KL-regularised for KL methods)",
+                                  elem_id="kl_bandits_regret_plot")
+            summary = gr.Dataframe(headers=SUMMARY_HEADERS, label="Fits: log T vs √T growth of each method's regret",
+                                   interactive=False, wrap=True, elem_id="kl_bandits_summary")
+            policy_plot = gr.Plot(label="Policy on one context: learned Gibbs policy vs reference π₀ and optimum",
+                                  elem_id="kl_bandits_policy_plot")
+            eta_plot = gr.Plot(label="Final regret against η (appears after 'Regret vs η')")
     with gr.Accordion("LLM instantiation (paper-scale path): π₀ is a language model", open=False):
         gr.Markdown(
             "The Gibbs policy over a language model, made concrete by **soft best-of-N**: sample N answers "
@@ -127,6 +139,10 @@ def build() -> None:
         inputs=[env, eta, horizon, dim, arms, noise, beta, seeds, reference],
         label="Examples (then press Run)",
     )
+    worked_example.on_load(
+        METHOD_ID, "regret_curves", EXAMPLE, render_curves, [regret_plot, policy_plot, summary], status,
+        done="Worked example: linear contextual bandit, η = 5, T = 5,000, 3 seeds (press **Run** to recompute, "
+             "or change the settings).")
     ev = run.click(run_curves, [env, eta, horizon, dim, arms, noise, beta, seeds, reference, methods],
                    [job_id, regret_plot, policy_plot, summary, status], api_name="kl_bandits_run")
     ev2 = sweep.click(run_eta_sweep, [env, horizon, dim, arms, noise, beta, seeds, reference],

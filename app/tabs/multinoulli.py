@@ -8,11 +8,16 @@ import gradio as gr
 
 from engines.multinoulli.params import METHOD_LABELS, TASK_LABELS
 
+from .. import worked_example
 from ..bridge import JobRun, cancel_job
 
 METHOD_ID = "multinoulli"
 SUMMARY_HEADERS = ["algorithm", "value f(S)", "% of OPT", "% of best", "f-evaluations", "seconds", "feasible"]
 DEFAULT_METHODS = ["scg", "greedy", "residual_random_greedy", "distorted_local_search", "continuous_greedy", "random"]
+# the worked example shown on arrival: the first example row with the tab's default algorithms and settings
+EXAMPLE = dict(task="video", clip="bikes", frames=300, design_points=200, graph="les_miserables", graph_nodes=500,
+               blocks=10, budget=2, seed=0, methods=DEFAULT_METHODS, T=50, batch=1, estimator="momentum",
+               draws="slots", rounding_samples=8, pad="greedy", dls_epsilon=0.1, dls_gamma=None, dls_beta=None)
 VIDEO_TYPES = [".mp4", ".mov", ".avi", ".mkv", ".webm", ".m4v", ".mpg", ".mpeg"]
 
 
@@ -83,10 +88,14 @@ def run_compare(task, clip, upload_id, frames, design_points, graph, graph_nodes
     job = JobRun(METHOD_ID, "compare", params)
     yield job.id, gr.skip(), gr.skip(), gr.skip(), gr.skip(), f"Job {job.id[:8]} queued…"
     res = job.wait(progress)
+    yield job.id, *render_compare(res), _status(res)
+
+
+def render_compare(res: dict) -> tuple:
+    """Value plot, priors plot, selection image and summary table of a ``compare`` result."""
     from engines.multinoulli.plots import priors_figure, value_figure
 
-    yield (job.id, value_figure(res), priors_figure(res), _view_path(res.get("view")), summary_rows(res),
-           _status(res))
+    return value_figure(res), priors_figure(res), _view_path(res.get("view")), summary_rows(res)
 
 
 def _view_path(ref: str | None):
@@ -176,11 +185,15 @@ def build() -> None:
             sweep = gr.Button("Value vs T (Multinoulli-SCG)")
             status = gr.Markdown(label="run status", elem_id="multinoulli_status")
         with gr.Column(scale=3):
-            value_plot = gr.Plot(label="Objective value vs function evaluations", elem_id="multinoulli_value_plot")
-            summary = gr.Dataframe(headers=SUMMARY_HEADERS, label="Summary", interactive=False)
-            priors_plot = gr.Plot(label="Multinoulli priors per block")
-            view = gr.Image(label="Selection", type="filepath", interactive=False)
-            sweep_plot = gr.Plot(label="Value against T")
+            value_plot = gr.Plot(label="Objective value f(S) against the number of function evaluations",
+                                 elem_id="multinoulli_value_plot")
+            summary = gr.Dataframe(headers=SUMMARY_HEADERS, label="Summary: value, share of the optimum, cost",
+                                   interactive=False, wrap=True, elem_id="multinoulli_summary")
+            priors_plot = gr.Plot(label="Multinoulli priors per block (probability of each item, and of none)",
+                                  elem_id="multinoulli_priors_plot")
+            view = gr.Image(label="Selection: the items Multinoulli-SCG picked in each block", type="filepath",
+                            interactive=False, elem_id="multinoulli_view")
+            sweep_plot = gr.Plot(label="Value against T (appears after 'Value vs T')")
     instance_inputs = [task, clip, upload_id, frames, design_points, graph, graph_nodes, blocks, budget, seed]
     gr.Examples(
         [["video", "bikes", 300, 200, "les_miserables", 500, 10, 2, 0],
@@ -193,6 +206,10 @@ def build() -> None:
     )
     task.change(_task_visibility, task, [video_box, design_box, coverage_box], api_visibility="private")
     upload.upload(on_upload, upload, [upload_id, upload_msg, clip], api_name="multinoulli_upload")
+    worked_example.on_load(
+        METHOD_ID, "compare", EXAMPLE, render_compare, [value_plot, priors_plot, view, summary], status,
+        done="Worked example: keyframes of the *bikes* clip, 10 segments × 2 frames, all algorithms (press "
+             "**Run** to recompute, or pick another example).")
     ev = run.click(run_compare, instance_inputs + [T, batch, estimator, draws, rounding, pad, eps, gamma, beta, methods],
                    [job_id, value_plot, priors_plot, view, summary, status], api_name="multinoulli_run")
     ev2 = sweep.click(run_sweep, instance_inputs + [estimator, draws, pad], [job_id, sweep_plot, status],

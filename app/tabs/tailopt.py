@@ -9,11 +9,34 @@ import gradio as gr
 from engines.tailopt.params import DEFAULT_METHODS, METHOD_LABELS, TASK_LABELS
 from engines.tailopt.plots import TABLE_HEADERS, clip_figure, loss_figure, noise_figure, table_rows
 
+from .. import worked_example
 from ..bridge import JobRun, cancel_job
 
 METHOD_ID = "tailopt"
 NOISES = [("Cauchy (ν = 1, infinite mean)", "cauchy"), ("Student-t (tail index ν)", "student_t"),
           ("Gaussian (light tails)", "gaussian"), ("none (minibatch noise only)", "none")]
+
+
+def example() -> tuple[dict, dict]:
+    """The worked example shown on arrival (the first example row, the tab's defaults): compare and noise probe."""
+    prob = _problem("linear", "cauchy", 1.5, 1.0, 8, 10, 100)
+    compare = dict(prob, methods=list(DEFAULT_METHODS), tune=True, budget=6, engine="simulator",
+                   hyper=dict(lr_in=0.005, lr_out=1.0, auto_thresholds=True, d_in=0.1, u_in=10.0, d_out=0.1,
+                              u_out=10.0))
+    return compare, dict(prob, probes=100)
+
+
+def render_compare(res: dict, noise: dict) -> tuple:
+    """Loss plot, state table, clip plot and noise histogram of a ``compare`` and a ``noise_probe`` result."""
+    return loss_figure(res), table_rows(res), clip_figure(res), noise_figure(noise)
+
+
+def _done(res: dict, nr: dict, tune: bool = True, engine: str = "simulator") -> str:
+    div = [r["label"] for r in res["runs"] if r["diverged_at"] is not None]
+    how = "tuned on a validation seed" if tune else "with the given hyper-parameters"
+    return (f"Done in {res['elapsed_s']:.1f} s ({how}, engine: {engine}). "
+            + (f"Diverged (marked ×, not plotted further): {', '.join(div)}. " if div else "No run diverged. ")
+            + f"Noise tail index α̂ ≈ {nr['hill_alpha']:.2f}.")
 
 
 def _problem(task, noise, nu, scale, workers, steps, rounds):
@@ -37,12 +60,7 @@ def run_compare(task, noise, nu, scale, workers, steps, rounds, methods, tune, b
     figs = (loss_figure(res), table_rows(res), clip_figure(res))
     yield noise_job.id, *figs, gr.skip(), "Probing the gradient noise…"
     nr = noise_job.wait(progress)
-    div = [r["label"] for r in res["runs"] if r["diverged_at"] is not None]
-    how = "tuned on a validation seed" if tune else "with the given hyper-parameters"
-    msg = (f"Done in {res['elapsed_s']:.1f} s ({how}, engine: {engine}). "
-           + (f"Diverged (marked ×, not plotted further): {', '.join(div)}. " if div else "No run diverged. ")
-           + f"Noise tail index α̂ ≈ {nr['hill_alpha']:.2f}.")
-    yield noise_job.id, *figs, noise_figure(nr), msg
+    yield noise_job.id, *figs, noise_figure(nr), _done(res, nr, tune, engine)
 
 
 def run_equivalence(task, noise, nu, scale, steps, progress=gr.Progress()):
@@ -70,6 +88,7 @@ def build() -> None:
         "state/communication table and the noise histogram appear."
     )
     job_id = gr.State(None)
+    ex, ex_noise = example()
     with gr.Row():
         with gr.Column(scale=1, min_width=320):
             task = gr.Dropdown([(v, k) for k, v in TASK_LABELS.items()], value="linear", label="Task")
@@ -84,7 +103,7 @@ def build() -> None:
                                        label="Methods")
             with gr.Accordion("Hyper-parameters and thresholds", open=False):
                 tune = gr.Checkbox(True, label="Tune every method on a validation seed (same budget each)")
-                budget = gr.Slider(2, 32, value=6, step=1, label="Configurations per method when tuning")
+                budget = gr.Slider(2, 32, value=ex["budget"], step=1, label="Configurations per method when tuning")
                 auto = gr.Checkbox(True, label="Auto thresholds (multiples of the probe gradient scale)")
                 with gr.Row():
                     lr_in = gr.Number(0.005, label="inner lr η_ℓ")
@@ -103,18 +122,25 @@ def build() -> None:
             check = gr.Button("Check gloo engine = simulator (2 ranks)")
             status = gr.Markdown(label="status", elem_id="tailopt_status")
         with gr.Column(scale=3):
-            loss_plot = gr.Plot(label="Loss curves (all methods, shared axis)", elem_id="tailopt_loss_plot")
+            loss_plot = gr.Plot(label="Excess loss against communication rounds (all methods, shared axis)",
+                                elem_id="tailopt_loss_plot")
             table = gr.Dataframe(headers=TABLE_HEADERS, label="Optimiser state and communication (counted)",
-                                 interactive=False, wrap=True)
+                                 interactive=False, wrap=True, elem_id="tailopt_table")
             with gr.Row():
-                noise_plot = gr.Plot(label="Gradient-noise histogram")
-                clip_plot = gr.Plot(label="BiClip map and clip fractions")
+                noise_plot = gr.Plot(label="Gradient-noise histogram (heavy tails: Hill estimate α̂)",
+                                     elem_id="tailopt_noise_plot")
+                clip_plot = gr.Plot(label="BiClip map and the fraction of clipped coordinates per round",
+                                    elem_id="tailopt_clip_plot")
     gr.Examples(
         [["linear", "cauchy", 1.5, 1.0, 8, 10, 100], ["linear", "gaussian", 1.5, 1.0, 8, 10, 100],
          ["logistic", "student_t", 1.5, 1.0, 8, 10, 100], ["digits", "student_t", 1.2, 1.0, 8, 5, 60],
          ["transformer", "none", 1.5, 1.0, 4, 8, 20]],
         inputs=[task, noise, nu, scale, workers, steps, rounds], label="Examples (then press Run)",
     )
+    worked_example.on_load(
+        METHOD_ID, "compare", ex, render_compare, [loss_plot, table, clip_plot, noise_plot], status,
+        more=[("noise_probe", ex_noise)],
+        done=lambda r, nr: "**Worked example** (the defaults). " + _done(r, nr) + " Press **Run** to recompute.")
     ev = run.click(run_compare, [task, noise, nu, scale, workers, steps, rounds, methods, tune, budget, auto, lr_in,
                                  lr_out, d_in, u_in, d_out, u_out, engine],
                    [job_id, loss_plot, table, clip_plot, noise_plot, status], api_name="tailopt_run")

@@ -9,9 +9,11 @@ import gradio as gr
 from engines.common.params import ParamError, validate
 from engines.zapformat.params import BenchmarkParams, GenerateParams, StepParams
 
+from .. import worked_example
 from ..bridge import JobRun, cancel_job
 
 METHOD_ID = "zapformat"
+FIRST = "address (flat schema)"  # the gallery entry of the worked example shown on arrival
 KINDS = [("JSON Schema", "json_schema"), ("Regex", "regex"), ("KBNF grammar (CFG)", "cfg")]
 VOCABS = [("Qwen2.5, first 2,048 merges (fast)", "qwen2.5-mini"), ("Qwen2.5 (151,643 tokens)", "qwen2.5"),
           ("cl100k (100,256)", "cl100k"), ("Llama-3 (128,000)", "llama3"), ("SmolLM2 (49,152)", "smollm2")]
@@ -44,7 +46,6 @@ def _params(model, **kw):
 
 def step(kind, grammar, vocab, target, cache, compaction, rpc, eager, threshold, passes):
     from engines.zapformat.experiment import step_through
-    from engines.zapformat.plots import step_figure
 
     if not (grammar or "").strip():
         raise gr.Error("Write a grammar, schema or regex first (or load an example).", title="Empty grammar")
@@ -57,14 +58,29 @@ def step(kind, grammar, vocab, target, cache, compaction, rpc, eager, threshold,
         res = step_through(p).model_dump()
     except ValueError as e:
         raise gr.Error(str(e), title="Invalid grammar") from None
+    return render_step(res)
+
+
+def example_params() -> dict:
+    kind, grammar, target = load_example(FIRST)
+    return StepParams(grammar_kind=kind, grammar=grammar, vocab="qwen2.5-mini", target=target).model_dump(mode="json")
+
+
+def render_step(res: dict) -> tuple:
+    """Plot, step table, status line and compiled KBNF of a ``step_through`` result."""
+    from engines.zapformat.plots import step_figure
+
     last = res["passes"][-1]
     rows = [[r["step"], repr(r["token"]), r["allowed"], round(r["mask_us"], 1), r["cache_hit"], r["simulated"],
              r["sets_before"], r["items_before"], r["sets_after"], r["items_after"]] for r in last]
+    return step_figure(res), rows, step_status(res), res["kbnf"]
+
+
+def step_status(res: dict) -> str:
     means = ", ".join(f"pass {k + 1}: {m:.0f} µs ({100 * h:.0f}% hits)" for k, (m, h) in
                       enumerate(zip(res["mean_us"], res["hit_rate"])))
-    status = (f"**{res['message']}**  \n{len(res['passes'][0])} steps on {res['vocab']} ({res['vocab_size']:,} ids); "
-              f"compile {res['compile_s']:.2f} s; mean mask time {means}.")
-    return step_figure(res), rows, status, res["kbnf"]
+    return (f"**{res['message']}**  \n{len(res['passes'][0])} steps on {res['vocab']} ({res['vocab_size']:,} ids); "
+            f"compile {res['compile_s']:.2f} s; mean mask time {means}.")
 
 
 def run_generate(kind, grammar, prompt, samples, max_new, temperature, progress=gr.Progress()):
@@ -119,10 +135,10 @@ def build() -> None:
     with gr.Row():
         with gr.Column(scale=2, min_width=360):
             with gr.Row():
-                example = gr.Dropdown(list(GALLERY), value="address (flat schema)", label="Gallery", scale=3)
+                example = gr.Dropdown(list(GALLERY), value=FIRST, label="Gallery", scale=3)
                 load = gr.Button("Load example", scale=1)
             kind = gr.Radio(KINDS, value="json_schema", label="Grammar kind")
-            ex_kind, ex_grammar, ex_target = load_example("address (flat schema)")
+            ex_kind, ex_grammar, ex_target = load_example(FIRST)
             grammar = gr.Code(ex_grammar, label="Grammar", language="json", lines=12, elem_id="zapformat_grammar")
             target = gr.Textbox(ex_target, label="Target text (replayed token by token)", lines=2,
                                 elem_id="zapformat_target")
@@ -137,8 +153,9 @@ def build() -> None:
             step_btn = gr.Button("Step through", variant="primary", elem_id="zapformat_step")
             status = gr.Markdown(label="step status", elem_id="zapformat_status")
         with gr.Column(scale=3):
-            plot = gr.Plot(label="Mask time and live Earley items per step", elem_id="zapformat_plot")
-            table = gr.Dataframe(headers=STEP_HEADERS, label="Steps (last pass)", interactive=False, max_height=320)
+            plot = gr.Plot(label="Mask time and live Earley items per decoding step", elem_id="zapformat_plot")
+            table = gr.Dataframe(headers=STEP_HEADERS, label="Steps of the last pass (scroll sideways for all columns)",
+                                 interactive=False, max_height=320, elem_id="zapformat_table")
             with gr.Accordion("Compiled KBNF", open=False):
                 kbnf_out = gr.Code(label="KBNF", lines=10)
     with gr.Tab("Generate with SmolLM2"):
@@ -169,6 +186,10 @@ def build() -> None:
         bench_table = gr.Dataframe(headers=BENCH_HEADERS, label="Results", interactive=False)
         bench_csv = gr.File(label="CSV")
 
+    worked_example.on_load(METHOD_ID, "step_through", example_params(),
+                           lambda r: (lambda fig, rows, _, kbnf: (fig, rows, kbnf))(*render_step(r)),
+                           [plot, table, kbnf_out], status,
+                           done=lambda r: f"Worked example ({FIRST}, press **Step through** to replay): " + step_status(r))
     load.click(load_example, example, [kind, grammar, target], api_name="zapformat_example")
     step_inputs = [kind, grammar, vocab, target, cache, compaction, rpc, eager, threshold, passes]
     step_btn.click(step, step_inputs, [plot, table, status, kbnf_out], api_name="zapformat_step")

@@ -1,0 +1,197 @@
+"""Worked examples: every tab opens on a real result of its first example.
+
+``fetch(method_id, entry, params)`` returns the engine's result for the example's parameters. The first
+call submits the example as a job through the job backend (the same path, validation and worker as the
+tab's button); the result is cached as JSON under ``<data_dir>/worked_examples/<method>/``, keyed by the
+engine's code version (:func:`engines.common.results.code_version`), the release version and the
+parameters, so later page loads only read a file. Example jobs run one at a time in a background thread
+of the web process (a closed page does not lose a half-done example, and a visitor's own job never
+queues behind a dozen of them).
+
+``on_load(...)`` registers a page-load hook for a tab: it shows "computing…" while a cold example runs,
+then renders the result with the same functions as the tab's button. When the example cannot be computed
+(the released models are missing or damaged, no worker answers) the tab shows a banner that says why
+and, for models, the command that restores them: never empty panels without a word.
+
+Nothing here imports torch or matplotlib: renderers import what they need when the page loads.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+log = logging.getLogger("paperlab.worked_example")
+
+RESTORE = "git checkout -- release/ && make models"  # the release is part of the repository
+
+_pool: ThreadPoolExecutor | None = None
+_inflight: dict[Path, Future] = {}
+_lock = threading.Lock()
+
+
+class ExampleUnavailable(RuntimeError):
+    """The worked example could not be computed; the message says why (and how to fix it)."""
+
+
+def _root() -> Path:
+    from engines.common.settings import get_settings
+
+    return get_settings().data_dir / "worked_examples"
+
+
+@lru_cache(maxsize=64)
+def _code_version(method_id: str) -> str:
+    from engines.common.results import code_version
+
+    return code_version(f"engines.{method_id}", "engines.common")
+
+
+def cache_path(method_id: str, entry: str, params: dict[str, Any]) -> Path:
+    from engines.common import release
+
+    ver = _code_version(method_id)
+    blob = json.dumps([entry, params, release.version()], sort_keys=True, default=str)
+    key = hashlib.sha256(blob.encode()).hexdigest()[:16]
+    return _root() / method_id / f"{entry}-{ver}-{key}.json"
+
+
+def cached(method_id: str, entry: str, params: dict[str, Any]) -> dict | None:
+    """The cached result, or None when this example was not computed with this code yet."""
+    p = cache_path(method_id, entry, params)
+    try:
+        return json.loads(p.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def _compute(method_id: str, entry: str, params: dict[str, Any], path: Path) -> dict:
+    from .jobs import get_backend
+
+    backend = get_backend()
+    try:
+        job_id = backend.submit(method_id, entry, params)
+    except Exception as e:  # a ParamError here is a bug of the tab's example
+        raise ExampleUnavailable(f"the example's parameters were rejected: {e}") from None
+    try:
+        for ev in backend.events(job_id, timeout=None if _timeout() is None else _timeout()):
+            if ev.kind == "result":
+                res = ev.result or {}
+                path.parent.mkdir(parents=True, exist_ok=True)
+                tmp = path.with_suffix(f".{os.getpid()}.tmp")
+                tmp.write_text(json.dumps(res, default=_jsonable), encoding="utf-8")
+                os.replace(tmp, path)
+                return json.loads(path.read_text(encoding="utf-8"))
+            if ev.kind in ("error", "cancelled"):
+                raise ExampleUnavailable(_explain(ev.error or ev.message or ev.kind))
+    except TimeoutError as e:
+        backend.cancel(job_id)
+        raise ExampleUnavailable(f"no result in time ({e})") from None
+    raise ExampleUnavailable("the job ended without a result")
+
+
+def _timeout() -> float | None:
+    from engines.common.settings import get_settings
+
+    s = get_settings()
+    return s.job_queue_timeout_s + s.hard_time_limit_s + 60
+
+
+def _jsonable(o):
+    if hasattr(o, "tolist"):
+        return o.tolist()
+    if isinstance(o, (set, frozenset, tuple)):
+        return list(o)
+    return str(o)
+
+
+def _explain(error: str) -> str:
+    low = error.lower()
+    if "release" in low or "make models" in low or "manifest" in low or "sha256" in low:
+        return (f"the released models are missing or damaged ({error.strip()}). Restore them with "
+                f"`{RESTORE}`.")
+    return error.strip()
+
+
+def submit(method_id: str, entry: str, params: dict[str, Any]) -> Future:
+    """A future of the example's result: read from the cache, or computed once (one example at a time)."""
+    global _pool
+    path = cache_path(method_id, entry, params)
+    hit = cached(method_id, entry, params)
+    if hit is not None:
+        f: Future = Future()
+        f.set_result(hit)
+        return f
+    with _lock:
+        fut = _inflight.get(path)
+        if fut is not None:
+            return fut
+        if _pool is None:
+            _pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="worked-example")
+
+        def work():
+            try:
+                again = cached(method_id, entry, params)
+                return again if again is not None else _compute(method_id, entry, params, path)
+            finally:
+                with _lock:
+                    _inflight.pop(path, None)
+
+        fut = _pool.submit(work)
+        _inflight[path] = fut
+        return fut
+
+
+def fetch(method_id: str, entry: str, params: dict[str, Any], timeout: float | None = None) -> dict:
+    """The example's result (blocking); raises :class:`ExampleUnavailable` with the reason."""
+    try:
+        return submit(method_id, entry, params).result(timeout)
+    except ExampleUnavailable:
+        raise
+    except Exception as e:
+        raise ExampleUnavailable(f"{type(e).__name__}: {e}") from None
+
+
+def banner(reason: str) -> str:
+    return f"⚠️ **The worked example is not available:** {reason}"
+
+
+def on_load(method_id: str, entry: str, params: dict[str, Any], render: Callable[..., Sequence[Any]],
+            outputs: Sequence, status, done: str | Callable[..., str] = "",
+            more: Sequence[tuple[str, dict[str, Any]]] = ()) -> None:
+    """Register the tab's page-load hook: the example's result rendered into ``outputs``, a line in ``status``.
+
+    ``render(result, *more_results)`` returns one value per output (the tab's button renderers); ``more``
+    lists further ``(entry, params)`` jobs of the same example (their results follow the first). ``status``
+    is a Markdown component (not in ``outputs``) that shows progress, then ``done`` (a string, or a function
+    of the results) or the reason the example is missing.
+    """
+    import gradio as gr
+
+    n = len(outputs)
+    jobs = [(entry, params), *more]
+
+    def hook():
+        hits = [cached(method_id, e, p) for e, p in jobs]
+        if any(h is None for h in hits):
+            yield (*[gr.skip()] * n, "Computing the worked example (first visit only, a few seconds)…")
+        try:
+            results = [h if h is not None else fetch(method_id, e, p) for h, (e, p) in zip(hits, jobs)]
+            values = tuple(render(*results))
+            line = done(*results) if callable(done) else done
+        except ExampleUnavailable as e:
+            yield (*[gr.skip()] * n, banner(str(e)))
+            return
+        except Exception as e:  # a renderer bug must not leave the tab silently empty
+            log.exception("worked example of %s failed to render", method_id)
+            yield (*[gr.skip()] * n, banner(f"{type(e).__name__}: {e}"))
+            return
+        yield (*values, line)
+
+    gr.on(None, hook, None, [*outputs, status], api_visibility="private", show_progress="minimal")
