@@ -164,13 +164,15 @@ def banner(reason: str) -> str:
 
 def on_load(method_id: str, entry: str, params: dict[str, Any], render: Callable[..., Sequence[Any]],
             outputs: Sequence, status, done: str | Callable[..., str] = "",
-            more: Sequence[tuple[str, dict[str, Any]]] = ()) -> None:
+            more: Sequence[tuple[str, dict[str, Any]]] = (), cancel_on: Sequence[Callable] = ()):
     """Register the tab's page-load hook: the example's result rendered into ``outputs``, a line in ``status``.
 
     ``render(result, *more_results)`` returns one value per output (the tab's button renderers); ``more``
     lists further ``(entry, params)`` jobs of the same example (their results follow the first). ``status``
     is a Markdown component (not in ``outputs``) that shows progress, then ``done`` (a string, or a function
-    of the results) or the reason the example is missing.
+    of the results) or the reason the example is missing. ``cancel_on`` lists the listeners (``run.click``,
+    ``slider.release``) of the tab's own runs: they stop a late example from overwriting the visitor's result
+    (the example's job itself still finishes and is cached).
     """
     import gradio as gr
 
@@ -194,4 +196,7 @@ def on_load(method_id: str, entry: str, params: dict[str, Any], render: Callable
             return
         yield (*values, line)
 
-    gr.on(None, hook, None, [*outputs, status], api_visibility="private", show_progress="minimal")
+    dep = gr.on(None, hook, None, [*outputs, status], api_visibility="private", show_progress="minimal")
+    for listen in cancel_on:
+        listen(None, None, None, cancels=[dep], api_visibility="private")
+    return dep

@@ -189,7 +189,8 @@ def build() -> None:
     run_outputs = [job_id, result, curves_plot, neurons_plot, neuron_variant, status]
     worked_example.on_load(METHOD_ID, "angle_run", EXAMPLE, render_angle,
                            [result, curves_plot, neurons_plot, neuron_variant], status,
-                           done=lambda r: f"**Worked example.** {angle_summary(r)} Drag θ to train again.")
+                           done=lambda r: f"**Worked example.** {angle_summary(r)} Drag θ to train again.",
+                           cancel_on=[run.click, angle.release])
     ev1 = run.click(run_angle, run_inputs, run_outputs, api_name="cl_angles_run")
     ev2 = angle.release(run_angle, run_inputs, run_outputs, api_visibility="private", trigger_mode="always_last")
     neuron_variant.change(show_neurons, [result, neuron_variant], neurons_plot, api_name="cl_angles_neurons")

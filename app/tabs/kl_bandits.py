@@ -142,7 +142,7 @@ def build() -> None:
     worked_example.on_load(
         METHOD_ID, "regret_curves", EXAMPLE, render_curves, [regret_plot, policy_plot, summary], status,
         done="Worked example: linear contextual bandit, η = 5, T = 5,000, 3 seeds (press **Run** to recompute, "
-             "or change the settings).")
+             "or change the settings).", cancel_on=[run.click])
     ev = run.click(run_curves, [env, eta, horizon, dim, arms, noise, beta, seeds, reference, methods],
                    [job_id, regret_plot, policy_plot, summary, status], api_name="kl_bandits_run")
     ev2 = sweep.click(run_eta_sweep, [env, horizon, dim, arms, noise, beta, seeds, reference],

@@ -209,7 +209,7 @@ def build() -> None:
     worked_example.on_load(
         METHOD_ID, "compare", EXAMPLE, render_compare, [value_plot, priors_plot, view, summary], status,
         done="Worked example: keyframes of the *bikes* clip, 10 segments × 2 frames, all algorithms (press "
-             "**Run** to recompute, or pick another example).")
+             "**Run** to recompute, or pick another example).", cancel_on=[run.click])
     ev = run.click(run_compare, instance_inputs + [T, batch, estimator, draws, rounding, pad, eps, gamma, beta, methods],
                    [job_id, value_plot, priors_plot, view, summary, status], api_name="multinoulli_run")
     ev2 = sweep.click(run_sweep, instance_inputs + [estimator, draws, pad], [job_id, sweep_plot, status],

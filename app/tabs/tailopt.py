@@ -140,7 +140,8 @@ def build() -> None:
     worked_example.on_load(
         METHOD_ID, "compare", ex, render_compare, [loss_plot, table, clip_plot, noise_plot], status,
         more=[("noise_probe", ex_noise)],
-        done=lambda r, nr: "**Worked example** (the defaults). " + _done(r, nr) + " Press **Run** to recompute.")
+        done=lambda r, nr: "**Worked example** (the defaults). " + _done(r, nr) + " Press **Run** to recompute.",
+        cancel_on=[run.click])
     ev = run.click(run_compare, [task, noise, nu, scale, workers, steps, rounds, methods, tune, budget, auto, lr_in,
                                  lr_out, d_in, u_in, d_out, u_out, engine],
                    [job_id, loss_plot, table, clip_plot, noise_plot, status], api_name="tailopt_run")

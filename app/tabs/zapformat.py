@@ -189,7 +189,8 @@ def build() -> None:
     worked_example.on_load(METHOD_ID, "step_through", example_params(),
                            lambda r: (lambda fig, rows, _, kbnf: (fig, rows, kbnf))(*render_step(r)),
                            [plot, table, kbnf_out], status,
-                           done=lambda r: f"Worked example ({FIRST}, press **Step through** to replay): " + step_status(r))
+                           done=lambda r: f"Worked example ({FIRST}, press **Step through** to replay): " + step_status(r),
+                           cancel_on=[step_btn.click])
     load.click(load_example, example, [kind, grammar, target], api_name="zapformat_example")
     step_inputs = [kind, grammar, vocab, target, cache, compaction, rpc, eager, threshold, passes]
     step_btn.click(step, step_inputs, [plot, table, status, kbnf_out], api_name="zapformat_step")
