@@ -164,7 +164,8 @@ def banner(reason: str) -> str:
 
 def on_load(method_id: str, entry: str, params: dict[str, Any], render: Callable[..., Sequence[Any]],
             outputs: Sequence, status, done: str | Callable[..., str] = "",
-            more: Sequence[tuple[str, dict[str, Any]]] = (), cancel_on: Sequence[Callable] = ()):
+            more: Sequence[tuple[str, dict[str, Any]]] = (), cancel_on: Sequence[Callable] = (),
+            missing: Callable[[], str | None] | None = None):
     """Register the tab's page-load hook: the example's result rendered into ``outputs``, a line in ``status``.
 
     ``render(result, *more_results)`` returns one value per output (the tab's button renderers); ``more``
@@ -172,7 +173,9 @@ def on_load(method_id: str, entry: str, params: dict[str, Any], render: Callable
     is a Markdown component (not in ``outputs``) that shows progress, then ``done`` (a string, or a function
     of the results) or the reason the example is missing. ``cancel_on`` lists the listeners (``run.click``,
     ``slider.release``) of the tab's own runs: they stop a late example from overwriting the visitor's result
-    (the example's job itself still finishes and is cached).
+    (the example's job itself still finishes and is cached). ``missing()`` (tabs whose engine would train
+    what is not there) returns why the example cannot be computed without training, with the command that
+    provides the models, or None; it runs only when the example is not cached.
     """
     import gradio as gr
 
@@ -182,6 +185,10 @@ def on_load(method_id: str, entry: str, params: dict[str, Any], render: Callable
     def hook():
         hits = [cached(method_id, e, p) for e, p in jobs]
         if any(h is None for h in hits):
+            why = missing() if missing is not None else None
+            if why:
+                yield (*[gr.skip()] * n, banner(why))
+                return
             yield (*[gr.skip()] * n, "Computing the worked example (first visit only, a few seconds)…")
         try:
             results = [h if h is not None else fetch(method_id, e, p) for h, (e, p) in zip(hits, jobs)]

@@ -9,6 +9,7 @@ import gradio as gr
 from engines.pde_staggered.params import (ALL_VARIANTS, ELEMENT_NAMES, IC_LABELS, INS_ICS, MAX_HORIZON,
                                           PROBLEM_LABELS, VARIANT_LABELS)
 
+from .. import worked_example
 from ..bridge import JobRun, cancel_job
 
 METHOD_ID = "pde_staggered"
@@ -101,6 +102,10 @@ def _status(res: dict) -> str:
             f"{1e3 * sec['solver']:.2f}, {ms}. Done in {res['elapsed_s']:.1f} s.")
 
 
+def _example_status(res: dict) -> str:
+    return "**Worked example** (the defaults; press **Run rollout** to recompute). " + _status(res)
+
+
 def frame(res, t):
     """Render ζ at step t for the solver and every variant (from the stored rollout)."""
     if not res:
@@ -113,6 +118,39 @@ def frame(res, t):
         return frame_figure(d["zeta"], [str(s) for s in d["names"]], int(t))
 
 
+def example() -> dict:
+    """The worked example shown on arrival: the tab's defaults (shallow water, random bumps, seed 0, 60 steps)."""
+    return dict(horizon=60, variants=list(ALL_VARIANTS), **_ic("swe", "random", 0, 0.4, 0.6, 0.1, 0.2, 0.5, None))
+
+
+def missing_models() -> str | None:
+    """Why the example would have to train surrogates first (None when all four are cached or released).
+    Runs when the page loads, never at start-up (it imports torch)."""
+    from engines.common import release
+    from engines.pde_staggered.config import sizes
+    from engines.pde_staggered.training import model_path
+
+    sz = sizes()
+    miss = []
+    for v in ALL_VARIANTS:
+        path = model_path(v, sz, 0, False, False)
+        if not path.exists() and release.manifest(METHOD_ID, path.stem) is None:
+            miss.append(VARIANT_LABELS[v])
+    if not miss:
+        return None
+    return (f"the trained surrogates ({', '.join(miss)}) are neither in the data directory nor in the release, and "
+            "page loads never train. Train them with **Train** below (or `make reproduce METHOD=pde_staggered`), "
+            "then reload the page.")
+
+
+def render_rollout(res: dict) -> tuple:
+    """(result state, animation, time slider, frame plot, curves plot) of a ``rollout`` result."""
+    from engines.pde_staggered.plots import curves_figure
+
+    t = res["horizon"]
+    return res, _path(res["animation"]), gr.Slider(maximum=t, value=t), frame(res, t), curves_figure(res)
+
+
 def run_rollout(problem, ic, seed, bump_row, bump_col, bump_width, amplitude, dt, sketch, horizon, variants,
                 progress=gr.Progress()):
     params = dict(horizon=int(horizon), variants=_variants(variants),
@@ -120,11 +158,7 @@ def run_rollout(problem, ic, seed, bump_row, bump_col, bump_width, amplitude, dt
     job = JobRun(METHOD_ID, "rollout", params)
     yield job.id, gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip(), f"Job {job.id[:8]} queued…"
     res = job.wait(progress)
-    from engines.pde_staggered.plots import curves_figure
-
-    t = res["horizon"]
-    yield (job.id, res, _path(res["animation"]), gr.Slider(maximum=t, value=t), frame(res, t),
-           curves_figure(res), _status(res))
+    yield job.id, *render_rollout(res), _status(res)
 
 
 def run_rotate(problem, ic, seed, bump_row, bump_col, bump_width, amplitude, dt, sketch, element, steps, variants,
@@ -209,8 +243,10 @@ def build() -> None:
                             elem_id="pde_staggered_anim", interactive=False)
             tslider = gr.Slider(0, 60, value=0, step=1, label="Time step (shared by all panels)",
                                 elem_id="pde_staggered_time")
-            frame_plot = gr.Plot(label="ζ at the chosen step and |error|", elem_id="pde_staggered_frame")
-            curves_plot = gr.Plot(label="Error, correlation and mass over time", elem_id="pde_staggered_curves")
+            frame_plot = gr.Plot(label="ζ at the chosen step for the solver and each surrogate, and |error|",
+                                 elem_id="pde_staggered_frame")
+            curves_plot = gr.Plot(label="NRMSE, correlation with the solver and mass drift against the step",
+                                  elem_id="pde_staggered_curves")
     gr.Examples([["random", 0, 60], ["l_shape", 0, 60], ["vortex", 0, 40], ["bump", 0, 100]],
                 inputs=[ic, seed, horizon], label="Initial conditions to try (then press Run rollout)")
 
@@ -223,8 +259,8 @@ def build() -> None:
         with gr.Row():
             rotate_img = gr.Image(label="G(g·x) vs g·G(x)", type="filepath", elem_id="pde_staggered_rotate_img",
                                   interactive=False, scale=3)
-            rotate_table = gr.Dataframe(headers=["variant", f"error after the steps", "max one-step error (8 g)"],
-                                        interactive=False, label="Relative equivariance error", scale=2)
+            rotate_table = gr.Dataframe(headers=["variant", "error after the steps", "max one-step error (8 g)"],
+                                        interactive=False, label="Relative equivariance error", scale=2, wrap=True)
 
     with gr.Accordion("Train surrogates (background job)", open=False):
         with gr.Row():
@@ -237,7 +273,7 @@ def build() -> None:
         with gr.Row():
             loss_img = gr.Image(label="Training losses", type="filepath", interactive=False, scale=3)
             train_table = gr.Dataframe(label="trained variants", headers=["variant", "parameters", "width", "best val loss", "seconds"],
-                                       interactive=False, scale=2)
+                                       interactive=False, scale=2, wrap=True)
 
     with gr.Accordion("Factorial benchmark on held-out initial conditions (background job)", open=False):
         with gr.Row():
@@ -247,9 +283,12 @@ def build() -> None:
         bench_status = gr.Markdown(label="benchmark status")
         bench_img = gr.Image(label="Median NRMSE and correlation", type="filepath", interactive=False)
         bench_table = gr.Dataframe(label="benchmark table", headers=["variant", "NRMSE at horizon", "corr. time", "mass drift",
-                                            "equivariance err", "L-shape NRMSE", "parameters"], interactive=False)
+                                            "equivariance err", "L-shape NRMSE", "parameters"], interactive=False, wrap=True)
 
     ic_inputs = [problem, ic, seed, bump_row, bump_col, bump_width, amplitude, dt, sketch]
+    worked_example.on_load(METHOD_ID, "rollout", example(), render_rollout,
+                           [result, anim, tslider, frame_plot, curves_plot], status, done=_example_status,
+                           cancel_on=[run.click], missing=missing_models)
     ev1 = run.click(run_rollout, ic_inputs + [horizon, variants],
                     [job_id, result, anim, tslider, frame_plot, curves_plot, status], api_name="pde_staggered_rollout")
     tslider.release(frame, [result, tslider], frame_plot, api_name="pde_staggered_frame")

@@ -11,6 +11,7 @@ import gradio as gr
 
 from engines.prototype.params import DOMAIN_LABELS, MAPPER_LABELS, MAX_INSTRUCTION
 
+from .. import worked_example
 from ..bridge import JobRun, cancel_job
 
 METHOD_ID = "prototype"
@@ -27,6 +28,9 @@ EXAMPLES = [
     ["bottle", "make the spout narrower and the body a touch slimmer"],
     ["chair", "set the seat height to 90 cm"],
 ]
+# the worked example shown on arrival: the first example applied to the default chair
+EXAMPLE = {"domain": EXAMPLES[0][0], "instruction": EXAMPLES[0][1], "mapper": "interface", "spec_source": "induced",
+           "calibration": 1.0}
 PARAM_HEADERS = ["parameter", "before", "now", "unit", "range"]
 
 
@@ -104,6 +108,12 @@ def _outputs(res: dict, history: dict):
         json.dumps(res["patch"], indent=1) if res["patch"] else "[]")
     return (history, _path(res["glb"]), files, _summary(res, history), program,
             "\n".join(res["realised"]["commands"]), _table(res))
+
+
+def render_example(res: dict):
+    """The outputs of Apply for an ``interpret`` result on the default model (undo goes back to the default)."""
+    history = {"domain": res["domain"], "states": [res["state_before"], res["state_after"]], "pos": 1}
+    return _outputs(res, history)
 
 
 def _new_history(domain: str) -> dict:
@@ -245,7 +255,7 @@ def build() -> None:
     with gr.Row():
         with gr.Column(scale=1, min_width=300):
             domain = gr.Dropdown([(v, k) for k, v in DOMAIN_LABELS.items()], value="chair", label="Product")
-            instruction = gr.Textbox(label="Design instruction", lines=2, max_lines=4, elem_id="prototype_instruction",
+            instruction = gr.Textbox(EXAMPLE["instruction"], label="Design instruction", lines=2, max_lines=4, elem_id="prototype_instruction",
                                      placeholder="make the backrest taller and a bit more reclined, keep the seat as is")
             with gr.Row():
                 apply_btn = gr.Button("Apply", variant="primary", elem_id="prototype_apply")
@@ -262,13 +272,15 @@ def build() -> None:
             model3d = gr.Model3D(str(STATIC / "chair.glb"), label="Prototype (changed components in orange)",
                                  elem_id="prototype_model",
                                  clear_color=(1, 1, 1, 1), height=420)
+            example_note = gr.Markdown(label="worked example", elem_id="prototype_example_note")
             summary = gr.Markdown(label="edit summary", elem_id="prototype_summary")
-            files = gr.File(label="Download (GLB, STL)", file_count="multiple")
+            files = gr.File(label="Download (GLB, STL)", file_count="multiple", elem_id="prototype_files")
         with gr.Column(scale=2):
             program = gr.Code(label="Interface program (editable — fix it instead of rephrasing)", language="json",
                               interactive=True, elem_id="prototype_program")
             run_prog = gr.Button("Run program")
-            params_df = gr.Dataframe(headers=PARAM_HEADERS, label="Parameters", interactive=False, wrap=True)
+            params_df = gr.Dataframe(headers=PARAM_HEADERS, label="Parameters before and after (◀ = changed)",
+                                     interactive=False, wrap=True, elem_id="prototype_params")
             commands = gr.Code(label="Compiled modelling commands", language=None, interactive=False)
     with gr.Accordion("Derived domain specification", open=False):
         spec_md = gr.Markdown(show_spec("chair", "induced"), label="interface specification")
@@ -288,11 +300,14 @@ def build() -> None:
             stop_btn = gr.Button("Stop", variant="stop")
         bench_status = gr.Markdown(label="benchmark status")
         with gr.Row():
-            gap_plot = gr.Plot(label="Exact match per gap type")
-            err_plot = gr.Plot(label="Over- / under-specification")
+            gap_plot = gr.Plot(label="Exact match per gap type (after 'Run benchmark')")
+            err_plot = gr.Plot(label="Over- / under-specification per mapper (after 'Run benchmark')")
         bench_df = gr.Dataframe(label="benchmark table", headers=["mapper", "exact %", "unintended %", "missed %", "target F1"], interactive=False)
 
     outs = [history, model3d, files, summary, program, commands, params_df]
+    worked_example.on_load(METHOD_ID, "interpret", EXAMPLE, render_example, outs, example_note,
+                           done="*Worked example: the first example below, applied to the default chair (**Undo** "
+                                "shows the default). Type your own instruction and press **Apply**.*", cancel_on=[apply_btn.click, instruction.submit, run_prog.click, reset_btn.click])
     apply_btn.click(apply, [domain, instruction, mapper, spec_source, calibration, history], outs,
                     api_name="prototype_apply")
     instruction.submit(apply, [domain, instruction, mapper, spec_source, calibration, history], outs,
