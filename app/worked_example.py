@@ -158,6 +158,27 @@ def fetch(method_id: str, entry: str, params: dict[str, Any], timeout: float | N
         raise ExampleUnavailable(f"{type(e).__name__}: {e}") from None
 
 
+def missing_zoo(*names: str) -> str | None:
+    """Why zoo models are unavailable without training (None when each is built, shipped or external)."""
+    from engines.common import release
+    from engines.common.zoo import catalog
+
+    miss = []
+    for name in names:
+        if catalog.external_source(name) or catalog.is_built(name):
+            continue
+        d = catalog.model_dir(name)
+        if release.manifest("zoo", f"{name}/{d.name}") is None:
+            miss.append(name)
+    if not miss:
+        return None
+    cmd = " ".join(f"zoo/{n}" for n in miss)
+    return (f"the model{'s' if len(miss) > 1 else ''} {', '.join(miss)} of this profile "
+            f"{'are' if len(miss) > 1 else 'is'} neither built nor in the release, and page loads never train. "
+            f"Restore the release with `git checkout -- release/` (default profile) or build "
+            f"{'them' if len(miss) > 1 else 'it'} with `make models MODELS=\"{cmd}\"`, then reload the page.")
+
+
 def banner(reason: str) -> str:
     return f"⚠️ **The worked example is not available:** {reason}"
 

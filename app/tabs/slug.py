@@ -8,6 +8,7 @@ import gradio as gr
 
 from engines.slug.params import BASELINE_LABELS, KIND_LABELS, TARGETS
 
+from .. import worked_example
 from ..bridge import JobRun, cancel_job
 
 METHOD_ID = "slug"
@@ -15,6 +16,18 @@ KIND_CHOICES = [(v, k) for k, v in KIND_LABELS.items()]
 BASELINE_CHOICES = [(v, k) for k, v in BASELINE_LABELS.items()]
 BASELINE_HEADERS = ["method", "layer(s) changed", "forget acc@1", "retain acc", "utility acc", "reached target",
                     "gradient examples", "update seconds", "evaluations", "extra memory (MiB)"]
+
+
+# the worked example shown on arrival: forget the digit "seven" with the tab's defaults
+EXAMPLE = dict(target_kind="digit", target="seven", tower="both", selection="best_retain", forget_target=0.05,
+               baselines=[], layer=None, rel_step=None, max_evals=10, max_rel_step=20.0, n_forget=256, n_retain=512,
+               seed=0)
+EXAMPLES = [["digit", "seven"], ["digit", "three"], ["object", "star"], ["style", "striped"]]
+
+
+def set_example(kind, target):
+    """An example row: the concept type and a target among that type's choices (the dropdown's choices follow)."""
+    return kind, gr.update(choices=TARGETS.get(kind, TARGETS["digit"]), value=target)
 
 
 def target_choices(kind):
@@ -65,8 +78,6 @@ def summary(res: dict) -> str:
 
 def run_unlearn(kind, target, tower, selection, forget_pct, baselines, layer, rel_step, max_evals, max_rel, n_forget,
                 n_retain, seed, progress=gr.Progress()):
-    from engines.slug.plots import accuracy_bars, cost_figure, layer_scatter, search_trace
-
     if not target:
         raise gr.Error("Choose a target concept to forget.", title="Nothing selected")
     if forget_pct is None or rel_step is None or max_rel is None:
@@ -79,8 +90,15 @@ def run_unlearn(kind, target, tower, selection, forget_pct, baselines, layer, re
     job = JobRun(METHOD_ID, "unlearn", params)
     yield job.id, gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip(), f"Job {job.id[:8]} queued…"
     res = job.wait(progress)
-    yield (job.id, res, layer_scatter(res), search_trace(res), accuracy_bars(res), cost_figure(res),
-           baseline_rows(res), _patch_path(res), summary(res))
+    yield job.id, *render_unlearn(res), summary(res)
+
+
+def render_unlearn(res: dict) -> tuple:
+    """(result state, scatter, search trace, accuracy bars, cost plot, table, patch file) of an ``unlearn`` result."""
+    from engines.slug.plots import accuracy_bars, cost_figure, layer_scatter, search_trace
+
+    return (res, layer_scatter(res), search_trace(res), accuracy_bars(res), cost_figure(res), baseline_rows(res),
+            _patch_path(res))
 
 
 def run_t2i(kind, target, probe_samples, steps, progress=gr.Progress()):
@@ -148,14 +166,17 @@ def build() -> None:
             status = gr.Markdown(label="unlearning status", elem_id="slug_status")
             patch = gr.File(label="Single-layer patch (safetensors)", interactive=False)
         with gr.Column(scale=3):
-            scatter = gr.Plot(label="Layers: importance vs alignment", show_label=False, elem_id="slug_scatter")
-            trace = gr.Plot(label="Step-size search", show_label=False, elem_id="slug_trace")
-            bars = gr.Plot(label="Accuracy before / after", show_label=False, elem_id="slug_bars")
-            cost = gr.Plot(label="Compute and memory", show_label=False, elem_id="slug_cost")
-            table = gr.Dataframe(headers=BASELINE_HEADERS, interactive=False, label="SLUG vs baselines",
+            scatter = gr.Plot(label="Every weight matrix: importance ‖g_f‖/‖θ‖ against alignment |cos(g_f, g_r)| "
+                                    "(Pareto front marked)", elem_id="slug_scatter")
+            trace = gr.Plot(label="Step-size search on the Pareto layers: forget and retain accuracy per step",
+                            elem_id="slug_trace")
+            bars = gr.Plot(label="Forget, retain and utility accuracy before and after", elem_id="slug_bars")
+            cost = gr.Plot(label="Compute and memory: SLUG against the baselines", elem_id="slug_cost")
+            table = gr.Dataframe(headers=BASELINE_HEADERS, interactive=False,
+                                 label="SLUG vs baselines (scroll sideways for all columns)", wrap=True,
                                  elem_id="slug_table")
-    gr.Examples([["digit", "seven"], ["digit", "three"], ["object", "star"], ["style", "striped"]],
-                inputs=[kind, target], label="Concepts to try (then press Unlearn)")
+    gr.Examples(EXAMPLES, inputs=[kind, target], outputs=[kind, target], fn=set_example, run_on_click=True,
+                cache_examples=False, label="Concepts to try (then press Unlearn)")
 
     with gr.Accordion("Text-to-image: forget a concept in the text encoder of the tiny Stable Diffusion (job)", open=False):
         gr.Markdown("SLUG updates one block of the pipeline's CLIP text encoder (the deepest Pareto layer; q/k/v or "
@@ -173,7 +194,8 @@ def build() -> None:
         with gr.Row():
             g_before = gr.Image(label="Before (original text encoder)", elem_id="slug_t2i_before")
             g_after = gr.Image(label="After SLUG", elem_id="slug_t2i_after")
-        t_plot = gr.Plot(label="text-to-image samples", show_label=False, elem_id="slug_t2i_plot")
+        t_plot = gr.Plot(label="Judge accuracy on the forgotten and the unrelated concepts, before and after",
+                         elem_id="slug_t2i_plot")
 
     kind.change(target_choices, kind, target, api_name="slug_targets")
     t_kind.change(target_choices, t_kind, t_target, api_visibility="private")
@@ -182,6 +204,11 @@ def build() -> None:
     ev = run.click(run_unlearn, [kind, target, tower, selection, forget_pct, baselines, layer, rel_step, max_evals,
                                  max_rel, n_forget, n_retain, seed],
                    [job_id, result, scatter, trace, bars, cost, table, patch, status], api_name="slug_unlearn")
+    worked_example.on_load(METHOD_ID, "unlearn", EXAMPLE, render_unlearn,
+                           [result, scatter, trace, bars, cost, table, patch], status,
+                           done=lambda r: "**Worked example** (press **Unlearn** to recompute or pick another concept). "
+                                          + summary(r),
+                           cancel_on=[run.click, reset.click], missing=lambda: worked_example.missing_zoo("clip"))
     reset.click(reset_model, result, [result, scatter, trace, bars, cost, table, patch, status], api_name="slug_reset")
     stop.click(cancel_job, job_id, status, cancels=[ev, ev2], api_name="slug_stop")
 
