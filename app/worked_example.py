@@ -183,14 +183,15 @@ def banner(reason: str) -> str:
     return f"⚠️ **The worked example is not available:** {reason}"
 
 
-def on_load(method_id: str, entry: str, params: dict[str, Any], render: Callable[..., Sequence[Any]],
+def on_load(method_id: str, entry: str, params: dict[str, Any] | Callable[[], dict[str, Any]], render: Callable[..., Sequence[Any]],
             outputs: Sequence, status, done: str | Callable[..., str] = "",
             more: Sequence[tuple[str, dict[str, Any]]] = (), cancel_on: Sequence[Callable] = (),
             missing: Callable[[], str | None] | None = None):
     """Register the tab's page-load hook: the example's result rendered into ``outputs``, a line in ``status``.
 
     ``render(result, *more_results)`` returns one value per output (the tab's button renderers); ``more``
-    lists further ``(entry, params)`` jobs of the same example (their results follow the first). ``status``
+    lists further ``(entry, params)`` jobs of the same example (their results follow the first); ``params``
+    may be a function (called when the page loads, for examples that need work to set up). ``status``
     is a Markdown component (not in ``outputs``) that shows progress, then ``done`` (a string, or a function
     of the results) or the reason the example is missing. ``cancel_on`` lists the listeners (``run.click``,
     ``slider.release``) of the tab's own runs: they stop a late example from overwriting the visitor's result
@@ -201,9 +202,14 @@ def on_load(method_id: str, entry: str, params: dict[str, Any], render: Callable
     import gradio as gr
 
     n = len(outputs)
-    jobs = [(entry, params), *more]
 
     def hook():
+        try:
+            jobs = [(entry, params() if callable(params) else params), *more]
+        except Exception as e:
+            log.exception("worked example of %s could not be set up", method_id)
+            yield (*[gr.skip()] * n, banner(f"{type(e).__name__}: {e}"))
+            return
         hits = [cached(method_id, e, p) for e, p in jobs]
         if any(h is None for h in hits):
             why = missing() if missing is not None else None

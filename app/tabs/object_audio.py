@@ -11,6 +11,7 @@ import gradio as gr
 
 from engines.object_audio.params import MODE_LABELS, SEGMENTER_LABELS
 
+from .. import worked_example
 from ..bridge import JobRun, cancel_job
 
 METHOD_ID = "object_audio"
@@ -35,8 +36,69 @@ def _scene(seed: int):
     return iid, sc.images[0], sc.kinds[0]
 
 
+@lru_cache(maxsize=1)
+def example() -> dict:
+    """The worked example shown on arrival: the first gallery scene, one include click inside its first sounding
+    object (the pixel of its mask nearest the mask's centre), the tab's default sampling settings."""
+    import numpy as np
+
+    from engines.object_audio import scenes
+
+    seed = GALLERY_SEEDS[0]
+    sc = scenes.make_scenes(1, seed=seed, min_objects=2, max_objects=3, p_silent=0.3)
+    j = sc.sounding(0)[0]
+    ys, xs = np.nonzero(sc.masks[0][j])
+    k = int(np.argmin((ys - ys.mean()) ** 2 + (xs - xs.mean()) ** 2))
+    return dict(image_id=_scene(seed)[0], clicks=[(float(xs[k]), float(ys[k]), 1)], segmenter="flood", mode="mask",
+                prompt="", cfg=2.0, steps=50, seed=0)
+
+
+def clicks_text(clicks) -> str:
+    return "; ".join(f"{int(x)},{int(y)},{int(lab)}" for x, y, lab in clicks)
+
+
+def missing_models() -> str | None:
+    """Why the example would have to train first (None when the tiny models are cached or released)."""
+    from engines.common import release
+    from engines.object_audio import train as T
+
+    b, dc = T.default_configs("dot")
+    miss = [d.name for d in (T.base_dir(b), T.pretrain_dir(b, dc), T.diffusion_dir(b, dc))
+            if not (d / "meta.json").exists() and release.manifest(METHOD_ID, d.name) is None]
+    if not miss:
+        return None
+    return ("the tiny audio models are neither trained nor in the release, and page loads never train. Press "
+            "**Train models** under *Training and benchmark* (or run `make models MODELS=object_audio`), then "
+            "reload the page.")
+
+
+def render_click(r: dict) -> tuple:
+    """(overlay, object clip, whole-scene clip, figure) of a ``click`` result."""
+    return _path(r["overlay"]), _path(r["audio_object"]), _path(r["audio_whole"]), _path(r["figure"])
+
+
+def click_status(r: dict) -> str:
+    probs = dict(zip(r["classes"], r["probs_object"]))
+    lines = [f"**{r['predicted_class']}** generated for the selection "
+             f"({'clicked object: ' + r['clicked_class'] if r['clicked_class'] else 'object class unknown'}); "
+             f"whole scene → {max(zip(r['probs_whole'], r['classes']))[1]}.",
+             f"Segmentation: {r['segmenter_note'] or 'none (' + r['mode'] + ' mode)'}. "
+             f"Click-to-audio {r['latency_s']:.2f} s (job {r['elapsed_s']:.1f} s)."]
+    if r["note"]:
+        lines.append(f"⚠ {r['note']}")
+    return ("\n\n".join(lines) + "\n\nClassifier on the clicked-object clip: "
+            + ", ".join(f"{k} {v:.2f}" for k, v in probs.items()))
+
+
 def gallery_images():
-    return [(_scene(s)[1], f"scene {s}") for s in GALLERY_SEEDS]
+    """Thumbnails of the gallery scenes, enlarged smoothly (the scenes are 64×64 pixels)."""
+    import numpy as np
+    from PIL import Image
+
+    def thumb(img):
+        return np.asarray(Image.fromarray(img).resize((192, 192), Image.Resampling.BICUBIC))
+
+    return [(thumb(_scene(s)[1]), f"scene {s}") for s in GALLERY_SEEDS]
 
 
 def _describe(kinds) -> str:
@@ -120,17 +182,7 @@ def generate(image_id, clicks, segmenter, mode, prompt, cfg, steps, seed, progre
     job = JobRun(METHOD_ID, "click", params)
     yield job.id, gr.skip(), gr.skip(), gr.skip(), gr.skip(), f"Job {job.id[:8]} queued…"
     r = job.wait(progress)
-    probs = dict(zip(r["classes"], r["probs_object"]))
-    lines = [f"**{r['predicted_class']}** generated for the selection "
-             f"({'clicked object: ' + r['clicked_class'] if r['clicked_class'] else 'object class unknown'}); "
-             f"whole scene → {max(zip(r['probs_whole'], r['classes']))[1]}.",
-             f"Segmentation: {r['segmenter_note'] or 'none (' + r['mode'] + ' mode)'}. "
-             f"Click-to-audio {r['latency_s']:.2f} s (job {r['elapsed_s']:.1f} s)."]
-    if r["note"]:
-        lines.append(f"⚠ {r['note']}")
-    yield (job.id, _path(r["overlay"]), _path(r["audio_object"]), _path(r["audio_whole"]), _path(r["figure"]),
-           "\n\n".join(lines) + "\n\nClassifier on the clicked-object clip: "
-           + ", ".join(f"{k} {v:.2f}" for k, v in probs.items()))
+    yield job.id, *render_click(r), click_status(r)
 
 
 def clear(image_id):
@@ -182,7 +234,7 @@ def build() -> None:
     first = GALLERY_SEEDS[0]  # shown when a page loads (filled by a load event: nothing is computed at start-up)
     with gr.Row():
         with gr.Column(scale=1, min_width=320):
-            gallery = gr.Gallery(label="Scenes (click one)", columns=3, height=220,
+            gallery = gr.Gallery(label="Scenes (click one)", columns=3, rows=2, height="auto", object_fit="contain",
                                  allow_preview=False, elem_id="object_audio_gallery")
             with gr.Row():
                 seed_box = gr.Number(GALLERY_SEEDS[0], precision=0, label="Scene seed", minimum=0)
@@ -212,7 +264,8 @@ def build() -> None:
             with gr.Row():
                 audio_obj = gr.Audio(label="Clicked object", type="filepath", elem_id="object_audio_audio")
                 audio_whole = gr.Audio(label="Whole scene (A/B)", type="filepath")
-            figure = gr.Image(label="Weights, learned attention, mel-spectrograms, classifier", interactive=False,
+            figure = gr.Image(label="Patch weights from the mask, learned text attention, mel-spectrograms of both "
+                                    "clips and the classifier's probabilities", interactive=False,
                               elem_id="object_audio_figure")
     with gr.Accordion("Training and benchmark (background jobs)", open=False):
         with gr.Row():
@@ -227,11 +280,19 @@ def build() -> None:
             b_sam = gr.Slider(0, 50, value=20, step=1, label="Scenes for the LiteMedSAM IoU")
             bench_btn = gr.Button("Run benchmark", elem_id="object_audio_bench")
         bench_status = gr.Markdown(label="benchmark status")
-        bench_plot = gr.Plot(label="Benchmark")
+        bench_plot = gr.Plot(label="Clicked-class accuracy and Fréchet distance per conditioning (after 'Run benchmark')")
         bench_table = gr.Dataframe(label="benchmark table", headers=["measure", "value"], interactive=False)
 
     scene_out = [image_id, view, clicks, status]
-    gr.on(None, lambda: (gallery_images(), *open_scene(first)), None, [gallery, *scene_out], api_visibility="private")
+    # the first scene (its id, picture and description), then the worked example: one click on it
+    gr.on(None, lambda: (gallery_images(), *open_scene(first)[:2]), None, [gallery, image_id, view],
+          api_visibility="private")
+    worked_example.on_load(
+        METHOD_ID, "click", example, lambda r: (*render_click(r), clicks_text(example()["clicks"])),
+        [overlay, audio_obj, audio_whole, figure, clicks], status, missing=missing_models,
+        done=lambda r: f"**Worked example:** {open_scene(first)[3].removesuffix(' Click one.')}; one click on the "
+                       f"{r['clicked_class'] or 'first sounding'} object. " + click_status(r),
+        cancel_on=[gen_btn.click, view.select, new_btn.click, open_btn.click])
     open_btn.click(open_scene, seed_box, scene_out, api_name="object_audio_scene")
     new_btn.click(random_scene, None, [seed_box, *scene_out], api_visibility="private")
     gallery.select(pick_gallery, None, [seed_box, *scene_out], api_visibility="private")

@@ -10,6 +10,7 @@ from engines.common.params import ParamError, validate
 from engines.common.settings import get_settings
 from engines.saeuron.params import COLOURS, CONCEPTS, KIND, OBJECTS, STYLES, BenchmarkParams, EraseParams
 
+from .. import worked_example
 from ..bridge import JobRun, cancel_job
 
 METHOD_ID = "saeuron"
@@ -59,6 +60,35 @@ def erase_params(obj, style, colour, prompt, seed, n_images, steps, guidance, co
     return params
 
 
+def example() -> dict:
+    """The worked example shown on arrival: the first example row (erase 'striped' from a red star) with the
+    tab's defaults."""
+    d = defaults()
+    rows = [-5.0, 4, 0.0, 1.0] * MAX_ROWS
+    return erase_params("star", "striped", "red", "", 0, d["n_images"], d["steps"], 4.0, ["striped"], *rows,
+                        "top_m", 99.5, "sae", True, True)
+
+
+def missing_build() -> str | None:
+    """Why the example cannot run yet: the SAEs and statistics are trained by a job, never on page load."""
+    from engines.saeuron.pipeline import build_dir, resolve_build
+
+    if (build_dir(resolve_build(None)) / "build.json").exists():
+        return None
+    return ("the sparse autoencoders and concept statistics are not built yet (a training job). Press "
+            "**Train SAE & statistics** once, then reload the page or press **Erase**.")
+
+
+def button_variants():
+    """Highlight the button to press first: Train when nothing is built, else Erase."""
+    try:
+        built = missing_build() is None
+    except Exception:  # the check must never break the page
+        built = True
+    return (gr.update(variant="primary" if built else "secondary"),
+            gr.update(variant="secondary" if built else "primary"))
+
+
 def _judge_move(j: dict, c: str) -> str:
     i = j["classes"].index(c)
     return f"P({c}) {j['before'][i]:.2f} → {j['after'][i]:.2f}"
@@ -69,14 +99,20 @@ def run_erase(*inputs, progress=gr.Progress()):
     job = JobRun(METHOD_ID, "erase", params)
     yield (job.id,) + (gr.skip(),) * 5 + (f"Job {job.id[:8]} running…",)
     r = job.wait(progress)
-    rows = r["selected"]
+    yield job.id, *render_erase(r), erase_status(r, params)
+
+
+def render_erase(r: dict) -> tuple:
+    """(grid, judges, scores, heatmap, selected-features table) of an ``erase`` result."""
+    return _path(r["grid"]), _path(r["judge_plot"]), _path(r["hist_plot"]), _path(r["heatmap_plot"]), r["selected"]
+
+
+def erase_status(r: dict, params: dict) -> str:
     js, jo = r["judges"]["style"], r["judges"]["object"]
     moved = "; ".join(_judge_move(r["judges"][KIND[e["concept"]]], e["concept"]) for e in params["concepts"])
-    status = (f"**{r['prompt']}** — top: original, bottom: erased (same seeds). {moved}. "
-              f"Style judge after: {', '.join(js['pred_after'])}; object judge after: {', '.join(jo['pred_after'])}. "
-              f"Done in {r['seconds']:.1f} s.")
-    yield (job.id, _path(r["grid"]), _path(r["judge_plot"]), _path(r["hist_plot"]), _path(r["heatmap_plot"]),
-           rows, status)
+    return (f"**{r['prompt']}** — top: original, bottom: erased (same seeds). {moved}. "
+            f"Style judge after: {', '.join(js['pred_after'])}; object judge after: {', '.join(jo['pred_after'])}. "
+            f"Done in {r['seconds']:.1f} s.")
 
 
 def run_build(progress=gr.Progress()):
@@ -135,7 +171,9 @@ def build() -> None:
         "concept (a style, an object). Erasing = at each step, multiply those features by **γ·μ** (γ < 0, μ their mean "
         "on the concept) where they fire above their all-concept mean, decode, and add back the SAE's error, so "
         "everything else passes through untouched. The model's weights never change. "
-        "First press **Train SAE & statistics** once, then pick concepts and drag the sliders."
+        "The worked example below erases *striped* from a red star. If the SAEs are not built yet, the highlighted "
+        "button is **Train SAE & statistics** (a training job, once); then pick concepts, drag the sliders or press "
+        "**Erase**."
     )
     job_id = gr.State(None)
     with gr.Row():
@@ -182,14 +220,19 @@ def build() -> None:
                 stop = gr.Button("Stop", variant="stop")
             status = gr.Markdown(label="erasure status", elem_id="saeuron_status")
             build_md = gr.Markdown(label="SAE build status", elem_id="saeuron_build_md")
-            curve = gr.Image(label="SAE training (FVU)", type="filepath", height=200)
+            curve = gr.Image(label="SAE training: fraction of variance unexplained (after training)", type="filepath",
+                             height=200)
         with gr.Column(scale=3):
             grid = gr.Image(label="original (top) vs erased (bottom), same seeds", type="filepath",
                             elem_id="saeuron_grid", height=300)
-            judges = gr.Image(label="judges before / after", type="filepath", elem_id="saeuron_judges")
-            hist = gr.Image(label="importance scores (selected features in red)", type="filepath")
-            heat = gr.Image(label="where the selected features fire", type="filepath")
-            table = gr.Dataframe(headers=SEL_HEADERS, label="selected features per timestep", interactive=False)
+            judges = gr.Image(label="style and object judges' probabilities before / after", type="filepath",
+                              elem_id="saeuron_judges")
+            hist = gr.Image(label="importance scores of the SAE features (selected features in red)", type="filepath",
+                            elem_id="saeuron_hist")
+            heat = gr.Image(label="where the selected features fire in the image", type="filepath",
+                            elem_id="saeuron_heat")
+            table = gr.Dataframe(headers=SEL_HEADERS, label="selected features per timestep", interactive=False,
+                                 wrap=True, elem_id="saeuron_table")
     with gr.Accordion("Benchmark: UA / IRA / CRA with the judges (a job)", open=False):
         with gr.Row():
             b_targets = gr.CheckboxGroup(STYLES, value=STYLES[:3], label="target styles")
@@ -202,8 +245,9 @@ def build() -> None:
             b_base = gr.Checkbox(True, label="raw-channel baseline (same budget)")
         bench_btn = gr.Button("Run benchmark", elem_id="saeuron_bench")
         bench_md = gr.Markdown(label="benchmark status")
-        bench_table = gr.Dataframe(headers=BENCH_HEADERS, interactive=False, label="per target")
-        bench_plot = gr.Image(type="filepath", label="SAeUron per target")
+        bench_table = gr.Dataframe(headers=BENCH_HEADERS, interactive=False, wrap=True,
+                                   label="per target: unlearning (UA), in-domain (IRA) and cross-domain (CRA) accuracy")
+        bench_plot = gr.Image(type="filepath", label="SAeUron per target (after 'Run benchmark')")
     gr.Examples([["star", "striped", "red", ["striped"]], ["circle", "dotted", "blue", ["dotted"]],
                  ["heart", "checkered", "green", ["checkered", "heart"]]],
                 inputs=[obj, style, colour, concepts], label="Examples (then press Erase)")
@@ -216,6 +260,11 @@ def build() -> None:
             for s in row_inputs]
     concepts.change(_rows_for, concepts, [x for pair in zip(row_boxes, row_titles) for x in pair],
                     api_visibility="private")
+    ex = example()
+    worked_example.on_load(METHOD_ID, "erase", ex, render_erase, [grid, judges, hist, heat, table], status,
+                           done=lambda r: "**Worked example.** " + erase_status(r, ex), missing=missing_build,
+                           cancel_on=[erase_btn.click, *(s.release for s in row_inputs)])
+    gr.on(None, button_variants, None, [erase_btn, build_btn], api_visibility="private", show_progress="hidden")
     ev2 = build_btn.click(run_build, None, [job_id, curve, build_md], api_name="saeuron_build")
     ev3 = bench_btn.click(run_benchmark, [b_targets, b_samples, b_base, b_pair, b_gamma, b_top, steps],
                           [job_id, bench_table, bench_plot, bench_md], api_name="saeuron_benchmark")
