@@ -1,0 +1,68 @@
+"""Worked examples (app/worked_example.py): computed once through the job backend, then read from the cache."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from app import worked_example as we
+from app.jobs import InlineBackend, set_backend
+from engines.common.settings import get_settings, reset_settings
+
+PARAMS = dict(env="linear", eta=5.0, horizon=1000, dim=4, arms=5, noise=0.1, beta=1.0, seeds=1,
+              reference="uniform", methods=["kl_ucb"])
+
+
+class CountingBackend(InlineBackend):
+    def __init__(self):
+        super().__init__()
+        self.submitted: list[tuple[str, str]] = []
+
+    def submit(self, method_id, entry, params):
+        self.submitted.append((method_id, entry))
+        return super().submit(method_id, entry, params)
+
+
+@pytest.fixture
+def backend(tmp_path, monkeypatch):
+    monkeypatch.setenv("PAPERLAB_DATA_DIR", str(tmp_path))
+    reset_settings()
+    b = CountingBackend()
+    set_backend(b)
+    yield b
+    set_backend(None)
+    reset_settings()
+
+
+def test_computed_once_then_read_from_the_cache(backend):
+    res = we.fetch("kl_bandits", "regret_curves", PARAMS)
+    assert [c["method"] for c in res["curves"]] == ["kl_ucb"]
+    assert backend.submitted == [("kl_bandits", "regret_curves")]
+    path = we.cache_path("kl_bandits", "regret_curves", PARAMS)
+    assert path.is_relative_to(get_settings().data_dir / "worked_examples" / "kl_bandits")
+    assert json.loads(path.read_text()) == res
+    # a second page load reads the file: no second job
+    assert we.fetch("kl_bandits", "regret_curves", PARAMS) == res
+    assert len(backend.submitted) == 1
+    # other parameters are another example
+    other = dict(PARAMS, eta=6.0)
+    assert we.cache_path("kl_bandits", "regret_curves", other) != path
+
+
+def test_key_follows_the_engine_code(backend, monkeypatch):
+    before = we.cache_path("kl_bandits", "regret_curves", PARAMS)
+    monkeypatch.setattr(we, "_code_version", lambda method_id: "0123456789abcdef")
+    after = we.cache_path("kl_bandits", "regret_curves", PARAMS)
+    assert after != before and "0123456789abcdef" in after.name
+
+
+def test_a_rejected_example_names_the_field(backend):
+    with pytest.raises(we.ExampleUnavailable, match="horizon"):
+        we.fetch("kl_bandits", "regret_curves", dict(PARAMS, horizon=-3))
+    assert not list((get_settings().data_dir / "worked_examples").rglob("*.json"))
+
+
+def test_missing_zoo_model_names_the_command(backend):
+    why = we.missing_zoo("clip")  # the test profile's micro CLIP is never shipped; this data dir is empty
+    assert why is not None and "make models" in why and "zoo/clip" in why
+    assert we.banner(why).startswith("⚠️ **The worked example is not available:**")
