@@ -179,6 +179,12 @@ def missing_zoo(*names: str) -> str | None:
             f"{'them' if len(miss) > 1 else 'it'} with `make models MODELS=\"{cmd}\"`, then reload the page.")
 
 
+def as_example(status: str) -> str:
+    """A run's status line, reworded for the worked example (it was computed once, not just now; the
+    wording also keeps "Done in" unique to the visitor's own runs)."""
+    return status.replace("Done in", "Computed in")
+
+
 def banner(reason: str) -> str:
     return f"⚠️ **The worked example is not available:** {reason}"
 

@@ -103,7 +103,8 @@ def _status(res: dict) -> str:
 
 
 def _example_status(res: dict) -> str:
-    return "**Worked example** (the defaults; press **Run rollout** to recompute). " + _status(res)
+    return ("**Worked example** (the defaults; press **Run rollout** to recompute). "
+            + worked_example.as_example(_status(res)))
 
 
 def frame(res, t):

@@ -111,9 +111,10 @@ def _outputs(res: dict, history: dict):
 
 
 def render_example(res: dict):
-    """The outputs of Apply for an ``interpret`` result on the default model (undo goes back to the default)."""
+    """The outputs of Apply for an ``interpret`` result on the default model. The history stays empty: the
+    example is what Apply on the default chair gives, and the visitor's first Apply starts from that chair."""
     history = {"domain": res["domain"], "states": [res["state_before"], res["state_after"]], "pos": 1}
-    return _outputs(res, history)
+    return (gr.skip(), *_outputs(res, history)[1:])
 
 
 def _new_history(domain: str) -> dict:
@@ -306,8 +307,8 @@ def build() -> None:
 
     outs = [history, model3d, files, summary, program, commands, params_df]
     worked_example.on_load(METHOD_ID, "interpret", EXAMPLE, render_example, outs, example_note,
-                           done="*Worked example: the first example below, applied to the default chair (**Undo** "
-                                "shows the default). Type your own instruction and press **Apply**.*", cancel_on=[apply_btn.click, instruction.submit, run_prog.click, reset_btn.click])
+                           done="*Worked example: the instruction above applied to the default chair (what **Apply** "
+                                "gives). Type your own instruction and press **Apply**.*", cancel_on=[apply_btn.click, instruction.submit, run_prog.click, reset_btn.click])
     apply_btn.click(apply, [domain, instruction, mapper, spec_source, calibration, history], outs,
                     api_name="prototype_apply")
     instruction.submit(apply, [domain, instruction, mapper, spec_source, calibration, history], outs,

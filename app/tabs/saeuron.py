@@ -262,7 +262,7 @@ def build() -> None:
                     api_visibility="private")
     ex = example()
     worked_example.on_load(METHOD_ID, "erase", ex, render_erase, [grid, judges, hist, heat, table], status,
-                           done=lambda r: "**Worked example.** " + erase_status(r, ex), missing=missing_build,
+                           done=lambda r: "**Worked example.** " + worked_example.as_example(erase_status(r, ex)), missing=missing_build,
                            cancel_on=[erase_btn.click, *(s.release for s in row_inputs)])
     gr.on(None, button_variants, None, [erase_btn, build_btn], api_visibility="private", show_progress="hidden")
     ev2 = build_btn.click(run_build, None, [job_id, curve, build_md], api_name="saeuron_build")

@@ -207,7 +207,7 @@ def build() -> None:
     worked_example.on_load(METHOD_ID, "unlearn", EXAMPLE, render_unlearn,
                            [result, scatter, trace, bars, cost, table, patch], status,
                            done=lambda r: "**Worked example** (press **Unlearn** to recompute or pick another concept). "
-                                          + summary(r),
+                                          + worked_example.as_example(summary(r)),
                            cancel_on=[run.click, reset.click], missing=lambda: worked_example.missing_zoo("clip"))
     reset.click(reset_model, result, [result, scatter, trace, bars, cost, table, patch, status], api_name="slug_reset")
     stop.click(cancel_job, job_id, status, cancels=[ev, ev2], api_name="slug_stop")

@@ -76,6 +76,13 @@ def render_step(res: dict) -> tuple:
     return step_figure(res), rows, step_status(res), res["kbnf"]
 
 
+def example_status(res: dict) -> str:
+    means = ", ".join(f"pass {k + 1}: {m:.0f} µs ({100 * h:.0f}% cache hits)" for k, (m, h) in
+                      enumerate(zip(res["mean_us"], res["hit_rate"])))
+    return (f"**Worked example:** the gallery's *{FIRST}* replayed over {len(res['passes'][0])} tokens of "
+            f"{res['vocab']}; mean mask time {means}. Press **Step through** to replay it yourself.")
+
+
 def step_status(res: dict) -> str:
     means = ", ".join(f"pass {k + 1}: {m:.0f} µs ({100 * h:.0f}% hits)" for k, (m, h) in
                       enumerate(zip(res["mean_us"], res["hit_rate"])))
@@ -189,7 +196,7 @@ def build() -> None:
     worked_example.on_load(METHOD_ID, "step_through", example_params(),
                            lambda r: (lambda fig, rows, _, kbnf: (fig, rows, kbnf))(*render_step(r)),
                            [plot, table, kbnf_out], status,
-                           done=lambda r: f"Worked example ({FIRST}, press **Step through** to replay): " + step_status(r),
+                           done=example_status,
                            cancel_on=[step_btn.click])
     load.click(load_example, example, [kind, grammar, target], api_name="zapformat_example")
     step_inputs = [kind, grammar, vocab, target, cache, compaction, rpc, eager, threshold, passes]
