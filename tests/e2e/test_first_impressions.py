@@ -34,6 +34,8 @@ EXPECT = {
 # earlier test of the session built them the tab must say so (a banner naming the command), not stay empty
 MODEL_TABS = {"pde_staggered", "slug", "saeuron", "object_audio"}
 BANNER = "The worked example is not available"
+# tabs added after issue 28 whose owners have not added a worked example yet: only layout and console are checked
+NO_EXAMPLE_YET = {"poisonedeye", "moex"}
 # any tab without its own list: some real output inside the tab
 GENERIC = ("img[src^='data:image'], img[src*='/file='], img[src*='gradio_api'], canvas, audio[src], "
            "tbody td")
@@ -97,7 +99,7 @@ def _visit_all(page, url: str, width: int, errors: list[str]) -> dict[str, list[
                     assert src, f"{m.id}: {sel} has no image"
                 else:
                     assert loc.inner_text().strip(), f"{m.id}: {sel} is empty"
-        elif m.id not in MODEL_TABS:
+        elif m.id not in MODEL_TABS and m.id not in NO_EXAMPLE_YET:
             panel.locator(GENERIC).first.wait_for(state="visible", timeout=120_000)
         page.wait_for_timeout(300)  # let plots settle their size
         over = panel.evaluate(OVERFLOW_JS)
