@@ -56,6 +56,14 @@ def _example() -> dict | None:
     return _released("example.json")
 
 
+def _trajectory(ex: dict | None):
+    if not ex:
+        return None
+    from engines.l2d.plots import trajectory_figure
+
+    return trajectory_figure(ex)
+
+
 def _int(v):
     """int() for whole numbers; anything else goes to the parameter model as is (it names the field)."""
     import math
@@ -208,6 +216,8 @@ def build() -> None:
     gr.Examples([[EXAMPLE, 8, "midpoint"], ["999+999+999=", 16, "midpoint"], ["505+287-391=", 8, "euler"],
                  ["482+917+356=", 8, "dopri5"]], inputs=[problem, steps, solver], label="Examples (then press Solve)")
     inputs = [problem, steps, solver, tolerance, guidance, task_label, estimator, temperature, seed]
+    # the worked example's trajectory is drawn after the page loads (keeps matplotlib out of start-up)
+    gr.on(None, lambda: _trajectory(ex), None, traj, api_visibility="private", show_progress="hidden")
     ev = solve.click(run_solve, inputs, [job_id, answer, table, traj, status], api_name="l2d_solve")
     rand.click(random_problem, [carries, task_name, rseed], problem, api_name="l2d_random")
     ev2 = bench.click(run_benchmark, [b_n, b_seeds, b_adapt], [job_id, scal_plot, adapt_plot, guid_plot, status],

@@ -23,7 +23,7 @@ EXPECT = {
     "tailopt": ["#tailopt_loss_plot img", "#tailopt_table tbody td", "#tailopt_noise_plot img"],
     "zapformat": ["#zapformat_plot img", "#zapformat_table tbody td"],
     "fdgen": ["#fdgen_inspect_plot img", "#fdgen_bias_table tbody td"],
-    "l2d": ["#l2d_table tbody td"],
+    "l2d": ["#l2d_table tbody td", "#l2d_trajectory img"],
     "rose": ["#rose_plot img"],
     "syncmind": ["#syncmind_balance_plot img", "#syncmind_log tbody td"],
     "prototype": ["#prototype_params tbody td", "#prototype_summary p"],
