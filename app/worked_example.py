@@ -87,6 +87,7 @@ def _compute(method_id: str, entry: str, params: dict[str, Any], path: Path) -> 
                 tmp = path.with_suffix(f".{os.getpid()}.tmp")
                 tmp.write_text(json.dumps(res, default=_jsonable), encoding="utf-8")
                 os.replace(tmp, path)
+                _drop_stale(path)
                 return json.loads(path.read_text(encoding="utf-8"))
             if ev.kind in ("error", "cancelled"):
                 raise ExampleUnavailable(_explain(ev.error or ev.message or ev.kind))
@@ -94,6 +95,14 @@ def _compute(method_id: str, entry: str, params: dict[str, Any], path: Path) -> 
         backend.cancel(job_id)
         raise ExampleUnavailable(f"no result in time ({e})") from None
     raise ExampleUnavailable("the job ended without a result")
+
+
+def _drop_stale(path: Path) -> None:
+    """Remove this example's results computed by older code (same entry and parameters, other version)."""
+    entry, _, key = path.stem.split("-")
+    for old in path.parent.glob(f"{entry}-*-{key}.json"):
+        if old != path:
+            old.unlink(missing_ok=True)
 
 
 def _timeout() -> float | None:

@@ -50,10 +50,15 @@ def test_computed_once_then_read_from_the_cache(backend):
 
 
 def test_key_follows_the_engine_code(backend, monkeypatch):
+    we.fetch("kl_bandits", "regret_curves", PARAMS)
     before = we.cache_path("kl_bandits", "regret_curves", PARAMS)
     monkeypatch.setattr(we, "_code_version", lambda method_id: "0123456789abcdef")
     after = we.cache_path("kl_bandits", "regret_curves", PARAMS)
     assert after != before and "0123456789abcdef" in after.name
+    # changed code: computed again, and the result of the old code is dropped
+    assert we.cached("kl_bandits", "regret_curves", PARAMS) is None
+    we.fetch("kl_bandits", "regret_curves", PARAMS)
+    assert len(backend.submitted) == 2 and after.exists() and not before.exists()
 
 
 def test_a_rejected_example_names_the_field(backend):
