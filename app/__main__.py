@@ -36,7 +36,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.port:
         s.port = args.port
 
-    # SIGTERM (docker stop, test teardown) must run the finally below, which stops the embedded worker.
+    # SIGTERM (docker stop, test teardown) must run the finally below: a graceful shutdown.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     worker = None
     if not s.inline_jobs and not args.no_worker and s.embedded_worker and not s.broker_url:
@@ -49,7 +49,10 @@ def main(argv: list[str] | None = None) -> None:
     from .ui import build_demo, launch_kwargs
 
     demo = build_demo()
-    demo.queue(default_concurrency_limit=8)
+    demo.queue(default_concurrency_limit=8, max_size=s.queue_max_size)
+    from .housekeeping import start as start_housekeeping
+
+    start_housekeeping(s)
     try:
         demo.launch(prevent_thread_lock=True, **launch_kwargs(s))
         from .health import install
@@ -59,8 +62,32 @@ def main(argv: list[str] | None = None) -> None:
                                            time.perf_counter() - T0)
         demo.block_thread()
     finally:
-        if worker is not None:
-            worker.stop()
+        graceful_shutdown(demo, worker, s)
+
+
+def graceful_shutdown(demo, worker, s) -> None:
+    """Stop taking jobs, give running ones ``shutdown_grace_s`` to finish, cancel the rest (their users see
+    "stopped: the server is shutting down"), close the web server and stop the embedded worker."""
+    from .limits import TRACKER
+
+    log = logging.getLogger("paperlab")
+    TRACKER.stop_accepting()
+    t0 = time.monotonic()
+    if TRACKER.running():
+        log.info("shutting down: %d job(s) running, waiting up to %.0f s", len(TRACKER.running()), s.shutdown_grace_s)
+    while TRACKER.running() and time.monotonic() - t0 < s.shutdown_grace_s:
+        time.sleep(0.2)
+    n = TRACKER.cancel_all("the server is shutting down; run it again in a minute")
+    t1 = time.monotonic()
+    while TRACKER.running() and time.monotonic() - t1 < 3.0:  # let the handlers tell their users
+        time.sleep(0.1)
+    try:
+        demo.close()
+    except Exception:  # pragma: no cover - closing a half-started server
+        log.warning("closing the web server failed", exc_info=True)
+    if worker is not None:
+        worker.stop(timeout=5.0)
+    log.info("shut down after %.1f s (%d job(s) cancelled)", time.monotonic() - t0, n)
 
 
 if __name__ == "__main__":

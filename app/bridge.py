@@ -9,10 +9,16 @@ A tab handler that runs a job is a generator:
             ...
         yield job.id, *render(job.result)
 
-If Gradio cancels the generator (Stop), ``stream`` cancels the job too.
+If Gradio cancels the generator (Stop), ``stream`` cancels the job too. Every job is tracked
+(app/limits.py): per-session and global limits are checked before it is submitted ("busy, try
+again"), and a job whose Gradio event was cancelled (``/gradio_api/cancel``) or whose client went
+away (closed tab) is cancelled by the tracker's watcher, since Gradio cannot interrupt a handler
+thread that is waiting for the job.
 """
 from __future__ import annotations
 
+import time
+import weakref
 from typing import Any, Iterator
 
 import gradio as gr
@@ -20,15 +26,31 @@ import gradio as gr
 from engines.common.params import ParamError
 
 from .jobs import JobEvent, get_backend
+from .limits import TRACKER, Busy, Tracked, event_state, gradio_event, session_of
 
 
 class JobRun:
     def __init__(self, method_id: str, entry: str, params: dict[str, Any]):
+        from engines.common.settings import get_settings
+
         self.backend = get_backend()
+        blocks, event_id, request = gradio_event()
+        session = session_of(request)
+        if event_state(blocks, event_id) is not True:  # not a queued Gradio event: nothing to watch
+            blocks, event_id = None, None
+        try:
+            TRACKER.check(method_id, session)
+        except Busy as e:
+            raise gr.Error(str(e), title="Busy, try again") from None
         try:
             self.id = self.backend.submit(method_id, entry, params)
         except ParamError as e:
             raise gr.Error(str(e), title="Invalid parameters") from None
+        s = get_settings()
+        self.tracked = Tracked(self.id, method_id, session, self.backend.cancel, blocks, event_id,
+                               deadline=time.monotonic() + s.job_queue_timeout_s + s.hard_time_limit_s + 120)
+        TRACKER.add(self.tracked)
+        weakref.finalize(self, TRACKER.release, self.id)  # a handler that never streams the job
         self.result: dict | None = None
 
     def stream(self, progress: gr.Progress | None = None, timeout: float | None = None) -> Iterator[JobEvent]:
@@ -57,13 +79,16 @@ class JobRun:
                     return
                 elif ev.kind == "cancelled":
                     finished = True
-                    raise gr.Error("The job was stopped.", title="Stopped")
+                    why = self.tracked.cancelled_because
+                    raise gr.Error(f"The job was stopped ({why})." if why else "The job was stopped.",
+                                   title="Stopped")
                 else:
                     finished = True
                     raise gr.Error(ev.error or "the job failed", title="Job failed")
         finally:
             if not finished:  # generator closed by Gradio (Stop, page closed) or timeout
                 self.backend.cancel(self.id)
+            TRACKER.release(self.id)
 
     def wait(self, progress: gr.Progress | None = None, timeout: float | None = None) -> dict:
         for _ in self.stream(progress, timeout):

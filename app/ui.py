@@ -27,7 +27,11 @@ def _landing_extras() -> None:
 
 
 def build_demo() -> gr.Blocks:
-    with GuardedBlocks(title="Paperlab") as demo:
+    from engines.common.settings import get_settings
+
+    s = get_settings()
+    # Gradio deletes its uploads and outputs older than a day (and all of them at restart): docs/reliability.md.
+    with GuardedBlocks(title="Paperlab", delete_cache=(s.housekeeping_interval_s, s.gradio_cache_max_age_s)) as demo:
         with gr.Tabs(overflow_behavior="wrap"):
             with gr.Tab("Papers", id="landing"):
                 gr.HTML(landing_html(), elem_id="landing")

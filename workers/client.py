@@ -100,6 +100,14 @@ def _retry(app: Celery, job_id: str, rec: dict, why: str) -> Snapshot:
     return Snapshot(job_id, "queued", message=f"{why}; running it again (attempt {rec['attempt']})")
 
 
+def requeue_or_fail(app: Celery, job_id: str, why: str) -> Snapshot:
+    """A job stopped by a worker's shutdown: sent again (idempotent entries, not already final) or failed."""
+    rec = read_record(app.backend, job_id)
+    if rec and rec.get("idempotent") and "params" in rec and not rec.get("final"):
+        return _retry(app, job_id, rec, why)
+    return _fail(app, job_id, f"{why}; run the job again", rec)
+
+
 def _can_retry(rec: dict | None) -> bool:
     return bool(rec and rec.get("idempotent") and "params" in rec and int(rec.get("attempt", 1)) < 2
                 and not rec.get("final"))

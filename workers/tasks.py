@@ -13,6 +13,7 @@ from typing import Any
 
 from celery import shared_task
 from celery.exceptions import Ignore, SoftTimeLimitExceeded
+from celery.signals import worker_shutting_down
 from celery.utils.log import get_task_logger
 
 from engines import registry
@@ -42,6 +43,22 @@ def record_key(job_id: str) -> bytes:
 
 
 FINAL_STATES = ("SUCCESS", "FAILURE", "REVOKED", CANCELLED)
+
+#: When this worker process was asked to stop (SIGTERM / warm shutdown), as time.monotonic().
+_SHUTDOWN: dict[str, float | None] = {"at": None}
+
+
+@worker_shutting_down.connect
+def _on_worker_shutting_down(**_kw) -> None:
+    """Warm shutdown: a running job gets ``shutdown_grace_s`` to finish, then stops at its next
+    ``ctx.cancelled()`` check and is requeued (idempotent entries) or failed with a message."""
+    _SHUTDOWN["at"] = time.monotonic()
+    logger.warning("worker shutting down: running jobs get %.0f s to finish", get_settings().shutdown_grace_s)
+
+
+def shutdown_due() -> bool:
+    at = _SHUTDOWN["at"]
+    return at is not None and time.monotonic() - at >= get_settings().shutdown_grace_s
 
 
 def read_record(backend, job_id: str) -> dict | None:
@@ -104,7 +121,7 @@ class CeleryContext(LocalContext):
         if not self._is_cancelled and now - self._last_check > 0.25:
             self._last_check = now
             self._is_cancelled = self.backend.get(cancel_key(self.job_id)) is not None
-        return self._is_cancelled or super().cancelled()
+        return self._is_cancelled or shutdown_due() or super().cancelled()
 
 
 class _Heartbeat(threading.Thread):
@@ -142,6 +159,12 @@ def run_entry(self, method_id: str, entry: str, params: dict[str, Any], attempt:
         ctx.progress(0.0, "started")
         return registry.run(method_id, entry, params, ctx)
     except JobCancelled:
+        if shutdown_due() and self.backend.get(cancel_key(job_id)) is None:  # stopped by the shutdown, not a user
+            from .client import requeue_or_fail
+
+            snap = requeue_or_fail(self.app, job_id, "the worker running this job was shut down")
+            logger.warning("job %s stopped by the worker's shutdown: %s", job_id, snap.state)
+            raise Ignore()
         self.update_state(state=CANCELLED, meta={"fraction": ctx.fraction, "message": "cancelled by the user"})
         raise Ignore()
     except SoftTimeLimitExceeded:

@@ -42,6 +42,27 @@ class Settings(BaseSettings):
     embedded_worker: bool = True
     embedded_concurrency: int = Field(default=1, ge=1, le=16)
 
+    # Limits of the web process (app/limits.py): jobs it waits for, queued or running. Past a limit a request
+    # is refused at once with "busy, try again".
+    session_jobs_per_method: int = Field(default=1, ge=1, le=100)
+    session_max_jobs: int = Field(default=3, ge=1, le=1000)
+    method_max_jobs: int = Field(default=6, ge=1, le=10000)
+    max_active_jobs: int = Field(default=16, ge=1, le=10000)
+    # Gradio's own queue of events waiting for a handler thread (then "queue is full").
+    queue_max_size: int = Field(default=64, ge=1, le=100000)
+    # Housekeeping (app/housekeeping.py): job artifacts and results older than this, or beyond the size cap
+    # (oldest first), are deleted; Gradio's upload/output cache is cleared of files older than a day.
+    artifacts_max_age_s: int = Field(default=3 * 24 * 3600, ge=60)
+    artifacts_max_mb: float = Field(default=2048.0, gt=0)
+    gradio_cache_max_age_s: int = Field(default=24 * 3600, ge=60)
+    housekeeping_interval_s: int = Field(default=600, ge=5)
+    # Shared-model builds started from the UI: at most this many per hour (all users), one at a time.
+    zoo_builds_per_hour: int = Field(default=4, ge=0, le=1000)
+    # A non-empty token enables admin actions in the UI (the zoo's forced rebuild) for whoever types it.
+    admin_token: str = ""
+    # SIGTERM: running jobs get this long to finish, then they are cancelled and the worker stops.
+    shutdown_grace_s: float = Field(default=8.0, ge=0.0, le=600.0)
+
     # Web app.
     host: str = "127.0.0.1"
     port: int = Field(default=7860, ge=1, le=65535)

@@ -9,34 +9,10 @@ import os
 import signal
 import time
 
-import pytest
-
-from engines.common.settings import get_settings
 from workers import client
-from workers.celery_app import make_celery
 
 LONG = {"env": "linear", "horizon": 100_000, "seeds": 20}
 SMALL = {"horizon": 300, "seeds": 1, "methods": ["kl_ucb"]}
-
-
-@pytest.fixture
-def embedded(tmp_path, monkeypatch):
-    from workers.embedded import EmbeddedWorker
-
-    data = tmp_path / "data"
-    monkeypatch.setenv("PAPERLAB_DATA_DIR", str(data))
-    monkeypatch.setenv("PAPERLAB_BROKER_URL", "")
-    monkeypatch.setenv("PAPERLAB_JOB_STALE_AFTER_S", "4")
-    s = get_settings().model_copy(update={"data_dir": data, "broker_url": "", "job_stale_after_s": 4.0,
-                                          "job_queue_timeout_s": 60.0, "embedded_concurrency": 1})
-    monkeypatch.setattr(get_settings(), "job_stale_after_s", 4.0)
-    monkeypatch.setattr(get_settings(), "job_queue_timeout_s", 60.0)
-    app = make_celery(s)
-    w = EmbeddedWorker(s)
-    monkeypatch.setattr(EmbeddedWorker, "BACKOFF_S", (0.5, 1.0, 2.0))
-    w.start()
-    yield app, w
-    w.stop(timeout=5)
 
 
 def _wait(pred, timeout, what):
