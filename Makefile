@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed
 # Packages whose declared dependencies are wrong for us (CLI plugins, old pins): installed --no-deps.
 NODEPS := requirements-nodeps.txt
 
-.PHONY: install run test test-fast bench reproduce models lint clean fuzz docker-check
+.PHONY: install run test test-fast bench reproduce models lint clean fuzz docker-check faults
 
 $(PY):
 	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -37,6 +37,11 @@ test-fast: install
 fuzz: install
 	PAPERLAB_PROFILE=test PAPERLAB_FUZZ_EXAMPLES=200 PAPERLAB_FUZZ_REPORT=docs/reliability-fuzz.tsv \
 		$(PY) -m pytest -q tests/reliability/test_params_fuzz.py tests/reliability/test_endpoints_fuzz.py $(PYTEST_ARGS)
+
+# Slower fault injection (docs/reliability.md): SIGTERM with a job running, Redis restarted mid-job,
+# a corrupt cached model; deselected from `make test`.
+faults: install
+	PAPERLAB_PROFILE=test PAPERLAB_FAULT_TESTS=1 $(PY) -m pytest -q -m fault tests/reliability $(PYTEST_ARGS)
 
 # Budgets (start-up time ...), measured and reported; not part of `make test`. Run on an idle machine.
 bench: install

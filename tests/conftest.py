@@ -28,6 +28,12 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "/e2e/" in str(item.fspath):
             item.add_marker(pytest.mark.e2e)
+    # Slower fault-injection tests run in `make faults` (docs/reliability.md), not in `make test`.
+    if os.environ.get("PAPERLAB_FAULT_TESTS", "") != "1":
+        faults = [item for item in items if item.get_closest_marker("fault")]
+        if faults:
+            config.hook.pytest_deselected(items=faults)
+            items[:] = [item for item in items if not item.get_closest_marker("fault")]
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):

@@ -4,6 +4,7 @@ from __future__ import annotations
 import fcntl
 import importlib
 import json
+import logging
 import os
 import shutil
 import time
@@ -15,6 +16,11 @@ from .catalog import config_hash, entry, external_source, resolve_config
 from .configs import ZooConfig
 
 ProgressFn = Callable[[float, str], None]
+log = logging.getLogger("paperlab.zoo")
+
+
+class ZooCacheError(RuntimeError):
+    """A cached zoo model cannot be read, even after rebuilding it."""
 
 
 class Progress:
@@ -142,6 +148,27 @@ def _code_version() -> str:
 _SHARED: dict[tuple, Any] = {}
 
 
+def _load_cached(name: str, cfg: ZooConfig, ctx: Any, mod: Any, device: str) -> Any:
+    """Load the cached model; an unreadable cache (a corrupt or truncated file) is deleted and built again once
+    (reinstalled from the release when it ships, retrained otherwise); a second failure is a clear error."""
+    d = build(name, cfg, ctx)
+    try:
+        return mod.load(d, cfg, device)
+    except Exception as e:  # a damaged file: safetensors header, truncated tensor, bad JSON, missing file …
+        log.warning("zoo model %s: the cached files in %s cannot be read (%s: %s); rebuilding them", name, d,
+                    type(e).__name__, str(e)[:200])
+        first = e
+    h = config_hash(name, cfg)
+    with _lock(d.parent / f"{h}.lock", _as_progress(ctx), name):
+        shutil.rmtree(d, ignore_errors=True)
+    d = build(name, cfg, ctx)
+    try:
+        return mod.load(d, cfg, device)
+    except Exception as e:
+        raise ZooCacheError(f"the zoo model {name} cannot be read even after rebuilding it ({type(e).__name__}; "
+                            f"first error: {type(first).__name__}); check the disk and the data directory") from e
+
+
 def load(name: str, config: ZooConfig | dict | None = None, ctx: Any = None, device: str = "cpu", shared: bool = False) -> Any:
     """The zoo model ``name``: trained and cached on first use, then loaded from safetensors.
 
@@ -160,8 +187,7 @@ def load(name: str, config: ZooConfig | dict | None = None, ctx: Any = None, dev
     if src:
         obj = mod.load_external(src, device)
     else:
-        d = build(name, cfg, ctx)
-        obj = mod.load(d, cfg, device)
+        obj = _load_cached(name, cfg, ctx, mod, device)
     if shared:
         _SHARED[key] = obj
     return obj
