@@ -70,6 +70,10 @@ def make_celery(settings: Settings | None = None) -> Celery:
         worker_hijack_root_logger=False,
         worker_send_task_events=False,
         broker_connection_retry_on_startup=True,
+        # A short Redis outage (restart) must not lose a finished job's result: storing it is retried.
+        result_backend_always_retry=True,
+        result_backend_max_retries=20,
+        result_backend_max_sleep_between_retries_ms=5000,
     )
     return app
 

@@ -196,11 +196,62 @@ def cancel(app: Celery, job_id: str) -> None:
         pass
 
 
+BROKER_DOWN = ("lost contact with the job queue (result backend unreachable for {down:.0f} s); "
+               "the job may still finish: look it up later by its id")
+STATE_LOST = ("the job's state was lost (the broker restarted without persistence?); run the job again")
+
+
+def _outage_errors() -> tuple[type[BaseException], ...]:
+    from kombu.exceptions import OperationalError
+
+    errors: list[type[BaseException]] = [OSError, OperationalError]
+    try:
+        import redis.exceptions as rx
+
+        errors += [rx.ConnectionError, rx.TimeoutError, rx.BusyLoadingError]
+    except ImportError:  # pragma: no cover - redis is a dependency
+        pass
+    return tuple(errors)
+
+
 def wait(app: Celery, job_id: str, timeout: float | None = None, poll_s: float = 0.1):
-    """Yield snapshots until the job ends (or ``timeout`` passes)."""
+    """Yield snapshots until the job ends (or ``timeout`` passes).
+
+    A broker / result backend outage (a Redis restart) is ridden out for ``broker_outage_s``: the last
+    state is repeated with a "reconnecting" message. A job seen queued or running that becomes
+    unknown (its record gone with a restart that lost the data) gets ``job_stale_after_s`` to show up
+    again — a worker still running it writes its progress back — before it is reported lost.
+    """
     t0 = time.monotonic()
+    s = get_settings()
+    last: Snapshot | None = None
+    down_since: float | None = None
+    unknown_since: float | None = None
     while True:
-        snap = snapshot(app, job_id)
+        try:
+            snap = snapshot(app, job_id)
+            down_since = None
+        except _outage_errors() as e:  # broker / backend unreachable (connection refused, reset, timeout …)
+            now = time.monotonic()
+            down_since = down_since or now
+            log.warning("job %s: result backend unreachable (%s)", job_id, type(e).__name__)
+            if now - down_since > s.broker_outage_s:
+                snap = Snapshot(job_id, "failed", last.fraction if last else 0.0,
+                                error=BROKER_DOWN.format(down=now - down_since))
+            else:
+                base = last or Snapshot(job_id, "queued")
+                snap = Snapshot(job_id, base.state, base.fraction, "the job queue is unreachable; reconnecting…")
+        if snap.state == "unknown" and last is not None:
+            now = time.monotonic()
+            unknown_since = unknown_since or now
+            if now - unknown_since <= s.job_stale_after_s:
+                snap = Snapshot(job_id, last.state, last.fraction, "the job queue restarted; looking for the job…")
+            else:
+                snap = Snapshot(job_id, "failed", last.fraction, error=STATE_LOST)
+        elif snap.state != "unknown":
+            unknown_since = None
+        if snap.state in ("queued", "running"):
+            last = snap
         yield snap
         if snap.done:
             return

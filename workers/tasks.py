@@ -114,13 +114,19 @@ class CeleryContext(LocalContext):
         meta = {"fraction": self.fraction, "message": message or (self.messages[-1] if self.messages else "")}
         if preview is not None:
             meta["preview"] = preview
-        self.task.update_state(state="PROGRESS", meta=meta)
+        try:
+            self.task.update_state(state="PROGRESS", meta=meta)
+        except Exception as e:  # a broker outage (Redis restart) must not fail the job: progress is best effort
+            logger.warning("job %s: progress not stored (%s)", self.job_id, type(e).__name__)
 
     def cancelled(self) -> bool:
         now = time.monotonic()
         if not self._is_cancelled and now - self._last_check > 0.25:
             self._last_check = now
-            self._is_cancelled = self.backend.get(cancel_key(self.job_id)) is not None
+            try:
+                self._is_cancelled = self.backend.get(cancel_key(self.job_id)) is not None
+            except Exception as e:  # backend unreachable: keep going, look again at the next check
+                logger.warning("job %s: cancel flag not readable (%s)", self.job_id, type(e).__name__)
         return self._is_cancelled or shutdown_due() or super().cancelled()
 
 

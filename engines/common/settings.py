@@ -35,6 +35,8 @@ class Settings(BaseSettings):
     job_stale_after_s: float = Field(default=20.0, ge=2.0)
     # A job that no worker picked up within this many seconds fails with "no worker is available".
     job_queue_timeout_s: float = Field(default=180.0, ge=2.0, le=86400.0)
+    # A broker / result backend outage (Redis restart) is ridden out this long before a waiting job is reported.
+    broker_outage_s: float = Field(default=60.0, ge=1.0, le=3600.0)
     # How long finished jobs' results (and their job records) are kept in the result backend.
     result_expires_s: int = Field(default=24 * 3600, ge=60, le=30 * 24 * 3600)
     # Job records larger than this keep no parameters (no automatic retry; nothing big is stored).
