@@ -47,8 +47,14 @@ def worker_health() -> dict:
 
 
 def health() -> dict:
+    from .limits import TRACKER
+
     w = worker_health()
-    return {"status": "ok" if w["ok"] else "degraded", "web": "ok", "worker": w, "time": time.time()}
+    jobs = {"active": len(TRACKER.running()), "accepting": TRACKER.accepting,
+            "cancelled_abandoned": TRACKER.cancelled_abandoned}
+    ok = w["ok"] and TRACKER.accepting
+    return {"status": "ok" if ok else "degraded", "web": "ok" if TRACKER.accepting else "shutting down",
+            "worker": w, "jobs": jobs, "time": time.time()}
 
 
 def status_markdown() -> str:
