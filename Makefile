@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed
 # Packages whose declared dependencies are wrong for us (CLI plugins, old pins): installed --no-deps.
 NODEPS := requirements-nodeps.txt
 
-.PHONY: install run test test-fast bench reproduce models lint clean fuzz docker-check faults
+.PHONY: install run test test-fast bench reproduce models lint clean fuzz docker-check faults load
 
 $(PY):
 	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -42,6 +42,11 @@ fuzz: install
 # a corrupt cached model; deselected from `make test`.
 faults: install
 	PAPERLAB_PROFILE=test PAPERLAB_FAULT_TESTS=1 $(PY) -m pytest -q -m fault tests/reliability $(PYTEST_ARGS)
+
+# Load: concurrent gradio_client sessions against the app (started with its embedded worker unless URL=…);
+# writes docs/reliability-load.tsv and .png. LOAD_ARGS="--clients 20 --seconds 120" (the defaults).
+load: install
+	$(PY) benchmarks/load.py $(if $(URL),--url $(URL)) $(LOAD_ARGS)
 
 # Budgets (start-up time ...), measured and reported; not part of `make test`. Run on an idle machine.
 bench: install

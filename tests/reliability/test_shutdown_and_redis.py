@@ -131,3 +131,46 @@ def test_redis_restart_mid_job_is_ridden_out(restartable_redis, tmp_path, monkey
         assert len(re.findall(rf"Task paperlab.run_entry\[{job}\] succeeded", log)) == 1, log[-3000:]
     finally:
         stop(worker)
+
+
+def test_worker_sigterm_requeues_a_running_idempotent_job(restartable_redis, tmp_path, monkeypatch):
+    url, _procs, _start = restartable_redis
+    data = tmp_path / "data"
+    env = {"PAPERLAB_BROKER_URL": url, "PAPERLAB_DATA_DIR": str(data), "PAPERLAB_PROFILE": "test",
+           "PAPERLAB_SHUTDOWN_GRACE_S": "1"}
+
+    def worker(n: int):
+        return spawn([sys.executable, "-m", "celery", "-A", "workers.celery_app", "worker", "-Q", "cpu,gpu",
+                      "--pool=solo", "--loglevel=INFO", "--without-gossip", "--without-mingle",
+                      "-n", f"sigterm-{n}-{os.getpid()}@%h"], env, tmp_path / f"worker{n}.log")
+
+    w1 = worker(1)
+    w2 = None
+    try:
+        s = get_settings()
+        monkeypatch.setattr(s, "job_queue_timeout_s", 120.0)
+        app = make_celery(s.model_copy(update={"broker_url": url, "data_dir": data}))
+        job = client.submit(app, "kl_bandits", "regret_curves",
+                            {"env": "linear", "horizon": 20_000, "seeds": 2, "methods": ["kl_ucb"]})
+        snaps = client.wait(app, job, timeout=300, poll_s=0.2)
+        for snap in snaps:
+            if snap.state == "running" and snap.fraction > 0.02:
+                break
+            assert not snap.done, snap
+        t0 = time.monotonic()
+        w1.send_signal(signal.SIGTERM)  # warm shutdown: 1 s of grace, then the job is stopped and requeued
+        assert w1.wait(timeout=30) == 0, (tmp_path / "worker1.log").read_text()[-3000:]
+        took = time.monotonic() - t0
+        rec = client.read_record(app.backend, job)
+        assert rec["attempt"] == 2 and "shut down" in rec["retried_because"], rec
+        w2 = worker(2)
+        for snap in snaps:
+            pass
+        assert snap.state == "succeeded", (snap, (tmp_path / "worker2.log").read_text()[-3000:])
+        log1 = (tmp_path / "worker1.log").read_text()
+        assert "stopped by the worker's shutdown" in log1, log1[-3000:]
+        print(f"worker SIGTERM → exited after {took:.1f} s, job requeued (attempt 2) and finished by another worker")
+    finally:
+        for w in (w1, w2):
+            if w is not None:
+                stop(w)
