@@ -91,7 +91,8 @@ def test_api_cancel_and_closed_connection_stop_the_job(served):
                                                       "event_data": None, "trigger_id": None})
         assert r.status_code == 200, r.text
         with http.stream("GET", "gradio_api/queue/data", params={"session_hash": session}) as sse:
-            for line in sse.iter_lines():
+            lines = sse.iter_lines()  # kept referenced: a dropped line iterator closes the connection
+            for line in lines:
                 msg = json.loads(line[5:]) if line.startswith("data:") else {}
                 assert msg.get("msg") != "process_completed", msg
                 if msg.get("msg") == "progress":  # the handler submitted the job and streams its progress
