@@ -5,7 +5,7 @@ the Celery backend; the job runs in a supervised solo-pool worker process. A job
 ``gradio_client``'s ``job.cancel()`` (``/gradio_api/cancel``) and by a client that drops its
 connection (a closed tab); in both cases the worker stops using CPU within a few seconds. While a job
 runs, the same session cannot start a second one of the same tab ("busy"), and a global cap refuses
-new jobs of every session.
+new jobs of other sessions.
 """
 from __future__ import annotations
 
@@ -60,15 +60,17 @@ def _running_on_worker(celery_app, worker, job_id: str) -> None:
     assert cpu_used(worker.proc.pid, 2.0) > 0.3, "the worker is not computing the job"
 
 
-def _stopped(celery_app, worker, job_id: str) -> float:
-    """Seconds until the job is cancelled; then the worker must be idle."""
-    t = wait_for(lambda: client.snapshot(celery_app, job_id).state == "cancelled", CANCEL_BOUND_S,
-                 "the job was cancelled")
+def _stopped(celery_app, worker, job_id: str, t0: float) -> float:
+    """Seconds from ``t0`` until the job is cancelled; then the worker must be idle."""
+    wait_for(lambda: client.snapshot(celery_app, job_id).state == "cancelled", CANCEL_BOUND_S,
+             "the job was cancelled")
+    t = time.monotonic() - t0
+    assert t < CANCEL_BOUND_S
     assert cpu_used(worker.proc.pid, 2.0) < IDLE_CPU_S, "the worker still computes the cancelled job"
     return t
 
 
-def test_api_cancel_and_closed_connection_stop_the_job(served):
+def test_api_cancel_and_closed_connection_stop_the_job(served, monkeypatch):
     url, demo, celery_app, worker = served
     c = Client(url, verbose=False)
 
@@ -79,8 +81,9 @@ def test_api_cancel_and_closed_connection_stop_the_job(served):
     # The same session may not start a second run of this tab meanwhile.
     with pytest.raises(Exception, match="already have 1 job"):
         c.predict(*LONG, api_name="/kl_bandits_run")
-    job.cancel()
-    t_api = _stopped(celery_app, worker, jid)
+    t0 = time.monotonic()
+    job.cancel()  # returns once Gradio could close the handler's generator, i.e. after the job stopped
+    t_api = _stopped(celery_app, worker, jid, t0)
     wait_for(lambda: not limits.TRACKER.running(), 10, "the handler let go of the cancelled job")
 
     # 2. A client that drops its connection mid-job (what closing the tab does).
@@ -99,20 +102,12 @@ def test_api_cancel_and_closed_connection_stop_the_job(served):
                     break
             jid2 = _tracked_job()
             _running_on_worker(celery_app, worker, jid2)
+            # 3. A global cap: with one job running, another session is refused at once.
+            monkeypatch.setattr(get_settings(), "max_active_jobs", 1)
+            with pytest.raises(Exception, match="server is busy"):
+                Client(url, verbose=False).predict(*LONG, api_name="/kl_bandits_run")
+            t0 = time.monotonic()
         # leaving the block closes the connection
-    t_tab = _stopped(celery_app, worker, jid2)
+    t_tab = _stopped(celery_app, worker, jid2, t0)
     wait_for(lambda: not limits.TRACKER.running(), 10, "the handler let go of the abandoned job")
     print(f"cancelled after: api cancel {t_api:.1f} s, closed connection {t_tab:.1f} s")
-
-
-def test_global_cap_refuses_with_busy(served, monkeypatch):
-    url, demo, celery_app, worker = served
-    monkeypatch.setattr(get_settings(), "max_active_jobs", 1)
-    a, b = Client(url, verbose=False), Client(url, verbose=False)
-    job = a.submit(*LONG, api_name="/kl_bandits_run")
-    jid = _tracked_job()
-    with pytest.raises(Exception, match="server is busy"):
-        b.predict(*LONG, api_name="/kl_bandits_run")
-    job.cancel()
-    wait_for(lambda: client.snapshot(celery_app, jid).state in ("cancelled", "failed"), 30, "cancelled")
-    wait_for(lambda: not limits.TRACKER.running(), 10, "released")
