@@ -150,7 +150,7 @@ def app_server(tmp_path):
     """Factory: start ``python -m app`` as a subprocess with extra env; returns (url, proc, start seconds)."""
     procs = []
 
-    def start(env: dict | None = None, args: tuple[str, ...] = ()):
+    def start(env: dict | None = None, args: tuple[str, ...] = (), timeout: float = 60.0):
         port = free_port()
         full = {"PAPERLAB_PORT": str(port), "PAPERLAB_DATA_DIR": os.environ["PAPERLAB_DATA_DIR"],
                 **(env or {})}
@@ -158,7 +158,7 @@ def app_server(tmp_path):
         proc = spawn([sys.executable, "-m", "app", *args], full, tmp_path / f"app-{port}.log")
         procs.append(proc)
         url = f"http://127.0.0.1:{port}/"
-        wait_http(url, proc=proc)
+        wait_http(url, timeout=timeout, proc=proc)
         return url, proc, time.monotonic() - t0
 
     yield start

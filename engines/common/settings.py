@@ -63,7 +63,7 @@ class Settings(BaseSettings):
     # A non-empty token enables admin actions in the UI (the zoo's forced rebuild) for whoever types it.
     admin_token: str = ""
     # SIGTERM: running jobs get this long to finish, then they are cancelled and the worker stops.
-    shutdown_grace_s: float = Field(default=8.0, ge=0.0, le=600.0)
+    shutdown_grace_s: float = Field(default=5.0, ge=0.0, le=600.0)
 
     # Web app.
     host: str = "127.0.0.1"

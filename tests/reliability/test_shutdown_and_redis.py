@@ -47,7 +47,8 @@ def test_sigterm_cancels_running_jobs_and_stops_the_worker(app_server, tmp_path)
     from gradio_client.utils import Status
 
     grace = 2.0
-    url, proc, _ = app_server({"PAPERLAB_DATA_DIR": str(tmp_path / "data"), "PAPERLAB_SHUTDOWN_GRACE_S": str(grace)})
+    url, proc, _ = app_server({"PAPERLAB_DATA_DIR": str(tmp_path / "data"), "PAPERLAB_SHUTDOWN_GRACE_S": str(grace)},
+                               timeout=240)
     log = tmp_path / f"app-{url.rsplit(':', 1)[1].strip('/')}.log"
     pids = [int(p) for p in re.search(r"embedded worker started \(pids \[([\d, ]+)\]", log.read_text())
             .group(1).split(",")]
