@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
 SMALL_JOB = ["linear", 5, 1000, 8, 20, 0.1, 1.0, 1, "uniform", ["kl_ucb"]]
 BUSY = ("busy", "already have", "queue is full", "restarting")
 
@@ -124,7 +125,7 @@ def write(rows: list[list], records: list[tuple], out: Path, title: str) -> None
     fig, ax = subplots(figsize=(7, 3.5))
     names = [r[0] for r in rows]
     data = [[x[2] for x in records if x[0] == n and x[1] == "ok"] or [0.0] for n in names]
-    ax.boxplot(data, vert=False, whis=(5, 95), showfliers=True)
+    ax.boxplot(data, orientation="horizontal", whis=(5, 95), showfliers=True)
     ax.set_yticks(range(1, len(names) + 1), names)
     ax.set_xscale("log")
     ax.set_xlabel("latency of successful requests (s, log scale; whiskers 5–95 %)")
@@ -144,9 +145,11 @@ def main(argv: list[str] | None = None) -> None:
     proc = None
     url = args.url
     if not url:
-        from tests.helpers import free_port
+        import socket
 
-        port = free_port()
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            port = sock.getsockname()[1]
         url = f"http://127.0.0.1:{port}/"
         proc = _start_app(port)
     url = url if url.endswith("/") else url + "/"
