@@ -8,7 +8,7 @@
 * **Gradio's upload and output cache** is cleared by Gradio itself: the app is built with
   ``delete_cache=(housekeeping_interval_s, gradio_cache_max_age_s)`` (app/ui.py).
 
-The app sweeps at start-up and every ``housekeeping_interval_s`` (a daemon thread);
+The app sweeps 30 s after start-up and then every ``housekeeping_interval_s`` (a daemon thread);
 ``python -m app.housekeeping [--dry-run]`` sweeps once and prints what it removed.
 """
 from __future__ import annotations
@@ -112,10 +112,11 @@ def sweep(s: Settings | None = None, dry_run: bool = False, now: float | None = 
 
 
 def start(s: Settings | None = None) -> threading.Thread:
-    """Sweep now and every ``housekeeping_interval_s`` in a daemon thread."""
+    """Sweep soon after start-up and every ``housekeeping_interval_s`` in a daemon thread."""
     s = s or get_settings()
 
     def loop() -> None:
+        time.sleep(min(30.0, s.housekeeping_interval_s))  # not while the app starts
         while True:
             try:
                 sweep(s)
