@@ -23,6 +23,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -535,6 +536,7 @@ def kill_mid_job(d: str, c, workers: list[str]) -> None:
 
 
 def main(argv: list[str]) -> int:
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stopped: clean up containers, write the summary
     mode = (argv or ["all"])[0]
     if mode not in ("space", "compose", "all"):
         die(1, f"unknown mode {mode!r}: space, compose or all")
