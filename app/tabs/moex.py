@@ -29,14 +29,16 @@ VARIANT_CHOICES = [("Dense GELU (GPT-2)", "dense_gelu"), ("Dense ReLU", "dense_r
 
 
 def _games() -> list[tuple[str, str]]:
+    """Random games, then the real games of the Debian pychess PGN files (titles cached by the first explore
+    job that read them; scanning the files here would slow the app's start)."""
     out = [(f"Random legal game #{i}", f"synthetic:{i}") for i in range(10)]
-    try:
-        from engines.moex.data import real_games
+    from engines.common.settings import get_settings
 
-        out += [(f"Real: {t}", f"real:{i}") for i, (t, _) in enumerate(real_games(max_games=20))]
-    except Exception:  # noqa: BLE001 (pychess PGNs are optional)
-        pass
-    return out
+    try:
+        titles = json.loads((get_settings().data_dir / "moex" / "real_games.json").read_text())
+    except (OSError, ValueError):
+        titles = ["Real game #0 (pychess PGN files)", "Real game #1 (pychess PGN files)"]
+    return out + [(f"Real: {t}", f"real:{i}") for i, t in enumerate(titles[:20])]
 
 
 def _unit_name(model: str, unit: int, cfg: dict | None) -> str:

@@ -124,7 +124,7 @@ def build() -> None:
             release.publish(T.RELEASE_KIND, m["key"], tmp, config=rec.get("config", {}), record=rec,
                             metrics={k: round(float(ev[k]), 4) for k in ("val_loss", "coverage", "reconstruction", "l0")
                                      if ev.get(k) is not None},
-                            half=False, label=f"moex: {name} chess GPT (seed 0)" if name != "sae" else
+                            half=True, label=f"moex: {name} chess GPT (seed 0)" if name != "sae" else
                             "moex: SAE on the dense GELU chess GPT", rebuild="python -m engines.moex.release")
         print(name, json.dumps({k: m["eval"][k] for k in ("val_loss", "coverage", "reconstruction", "l0")
                                 if k in m["eval"]}), flush=True)
