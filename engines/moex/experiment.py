@@ -75,8 +75,10 @@ def routing_stats(model, gs: D.GameSet) -> dict:
 
 def evaluate_acts(label_h, val_h, test_h, sets, mask) -> dict:
     label, val, test = sets
-    cov = MT.coverage_heldout((label_h, label.bsp), (test_h, test.bsp), mask)
-    rec = MT.reconstruction((label_h, label.bsp), (val_h, val.bsp), (test_h, test.bsp), mask)
+    cols = np.flatnonzero(mask)  # only the scorable BSPs enter the (units × BSPs) tables
+    cov = MT.coverage_heldout((label_h, label.bsp[:, cols]), (test_h, test.bsp[:, cols]))
+    rec = MT.reconstruction((label_h, label.bsp[:, cols]), (val_h, val.bsp[:, cols]), (test_h, test.bsp[:, cols]))
+    cov["pairs"]["names"] = [D.FEATURE_NAMES[c] for c in cols]
     return {"coverage": cov["coverage"], "coverage_label_split": cov["coverage_label_split"],
             "reconstruction": rec["f1"], "reconstruction_threshold": rec["threshold"],
             "reconstruction_val": rec["val_f1"],
@@ -101,11 +103,12 @@ def evaluate(model, rec: dict, with_routing: bool = True) -> dict:
 def analysis_record(ev: dict) -> dict:
     """What the tab needs without a model: each unit's best BSPs, each BSP's best unit (from the label split)."""
     p = ev["_pairs"]
-    return {"per_unit": {str(u): [[D.FEATURE_NAMES[j], round(f, 3), t, round(pr, 3)] for j, f, t, pr in lab]
+    names = p["names"]
+    return {"per_unit": {str(u): [[names[j], round(f, 3), t, round(pr, 3)] for j, f, t, pr in lab]
                          for u, lab in enumerate(p["per_unit"]) if lab},
-            "per_feature": {D.FEATURE_NAMES[b]: [int(p["bsp_unit"][b]), round(float(p["bsp_f1"][b]), 3),
-                                                 float(p["bsp_threshold"][b]), round(float(p["bsp_precision"][b]), 3)]
-                            for b in range(len(D.FEATURE_NAMES)) if p["bsp_f1"][b] > 0},
+            "per_feature": {names[b]: [int(p["bsp_unit"][b]), round(float(p["bsp_f1"][b]), 3),
+                                       float(p["bsp_threshold"][b]), round(float(p["bsp_precision"][b]), 3)]
+                            for b in range(len(names)) if p["bsp_f1"][b] > 0},
             "maxes": [float(m) if np.isfinite(m) else None for m in p["maxes"]]}
 
 
