@@ -178,12 +178,12 @@ def build() -> None:
             with gr.Row():
                 run = gr.Button("Show position", variant="primary", elem_id="moex_run")
                 stop = gr.Button("Stop", variant="stop")
-            status = gr.Markdown(_status(ex) if ex else "", elem_id="moex_status")
+            status = gr.Markdown(_status(ex) if ex else "", elem_id="moex_status", label="position summary")
         with gr.Column(scale=2):
             with gr.Row():
                 board = gr.HTML(board_svg(ex["fen"], highlight=_highlight(ex)) if ex else board_svg(
-                    "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1"), elem_id="moex_board")
-                moves = gr.Markdown(move_list_markdown(ex["sans"], ex["plies"]) if ex else "", elem_id="moex_moves")
+                    "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1"), elem_id="moex_board", label="board")
+                moves = gr.Markdown(move_list_markdown(ex["sans"], ex["plies"]) if ex else "", elem_id="moex_moves", label="move list")
             units = gr.Dataframe(unit_rows(ex, _cfg()) if ex else None, headers=UNIT_HEADERS, interactive=False,
                                  label="Most active units at this position (labels learned on held-out games)",
                                  elem_id="moex_units", wrap=True)
@@ -192,14 +192,14 @@ def build() -> None:
             feature = gr.Textbox("passed pawn", label="Board feature", max_length=80, elem_id="moex_feature",
                                  info="e.g. 'white knight on f3', 'black queen on', 'castle', 'pinned', 'check'")
             search_btn = gr.Button("Search", elem_id="moex_search")
-        search_status = gr.Markdown(elem_id="moex_search_status")
-        search_table = gr.Dataframe(headers=SEARCH_HEADERS, interactive=False, elem_id="moex_search_table")
+        search_status = gr.Markdown(elem_id="moex_search_status", label="search status")
+        search_table = gr.Dataframe(headers=SEARCH_HEADERS, interactive=False, elem_id="moex_search_table", label="neurons matching the feature")
     with gr.Accordion("Variants: coverage, reconstruction and validation loss", open=False):
         gr.Markdown("Shipped models (seed 0, held-out games). Coverage: mean over board features of the best "
                     "single-unit F1; reconstruction: F1 of boards rebuilt from the active units' labels. Train "
                     "more variants and seeds below (a background job, minutes per model on a CPU).")
         variants_table = gr.Dataframe(shipped_variant_rows(), headers=VARIANT_HEADERS, interactive=False,
-                                      elem_id="moex_variants")
+                                      elem_id="moex_variants", label="variants: coverage, reconstruction, validation loss")
         with gr.Row():
             grid_variants = gr.CheckboxGroup(VARIANT_CHOICES, value=["dense_gelu", "topk_gelu", "moex"],
                                              label="Variants")
@@ -207,7 +207,7 @@ def build() -> None:
             grid_seeds = gr.Slider(1, 3, value=1, step=1, label="Seeds")
             grid_sae = gr.Checkbox(False, label="Also an SAE on the dense model")
             grid_btn = gr.Button("Train grid")
-        grid_status = gr.Markdown(elem_id="moex_grid_status")
+        grid_status = gr.Markdown(elem_id="moex_grid_status", label="training status")
         with gr.Row():
             grid_plot = gr.Plot(label="Coverage / reconstruction / loss")
             curve_plot = gr.Plot(label="Training curves")
