@@ -278,11 +278,11 @@ FINDINGS = """## What the measurements say
 - **The retriever's 32-token text window removes the text half of retrievability.** The paper's t_p puts the
   answer-forcing instruction first (~30 CLIP tokens) and the three "Question: ⟨t_q⟩ A*." repetitions after it; the
   tiny CLIP truncates at 32 tokens, so n(E_T(t_p)) never sees the question. The image optimisation alone cannot close
-  the gap: the fused cosine saturates near 0.93 even at ε = 32/255 (the image embedding cannot leave the image
-  cone). SigLIP-so400m reads 64 tokens, where at least the first repetition fits. Reordering the same sentences
+  the gap: in an exploratory run (10 class samples, not part of this page) the fused cosine saturated near 0.93 even
+  at ε = 32/255 (the image embedding cannot leave the image cone). SigLIP-so400m reads 64 tokens, where at least the first repetition fits. Reordering the same sentences
   (question first, a project adaptation reported separately) restores the mechanism.
-- **SmolLM2-135M does not follow the injected instruction**: with the poison in its context it still names the
-  digit, so the attack success stays near zero even when the poison is retrieved. The paper's 7B LVLMs obey it
+- **SmolLM2-135M does not follow the injected instruction** (see the inducibility row): with the poison in its
+  context it still names the digit, so the attack success stays near zero even when the poison is retrieved. The paper's 7B LVLMs obey it
   (~94% of retrieved cases in the notebook run). The rule-reader rows show the attack success an obedient
   generator would give: it equals the top-3 retrieval rate.
 - Purification, the instruction filter and the consistency filter are this project's defences, not the paper's.
