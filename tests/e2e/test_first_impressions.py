@@ -1,0 +1,127 @@
+"""Headless Chromium: every tab opens on its worked example (issue 28).
+
+One page session per viewport (1400 px, then a 390 px phone): for every available tab, open it and check that
+
+* the example's result is on screen before anything is pressed (a plot image, a table with cells, ...),
+* nothing sticks out to the right of the viewport unless it sits in a container that scrolls sideways on purpose,
+* the browser console shows no error other than known headless noise (no GPU in headless Chromium).
+
+Screenshots: ``docs/screenshots/first_<id>_1400.png`` and ``first_<id>_390.png`` (what a visitor sees on arrival).
+"""
+from __future__ import annotations
+
+import re
+
+from engines.registry import available
+from tests.helpers import SCREENSHOTS
+
+# What the worked example puts on screen, per tab (all must be visible and non-empty).
+EXPECT = {
+    "kl_bandits": ["#kl_bandits_regret_plot img", "#kl_bandits_summary tbody td"],
+    "multinoulli": ["#multinoulli_value_plot img", "#multinoulli_summary tbody td"],
+    "cl_angles": ["#cl_angles_curves img", "#cl_angles_neurons img"],
+    "tailopt": ["#tailopt_loss_plot img", "#tailopt_table tbody td", "#tailopt_noise_plot img"],
+    "zapformat": ["#zapformat_plot img", "#zapformat_table tbody td"],
+    "fdgen": ["#fdgen_inspect_plot img", "#fdgen_bias_table tbody td"],
+    "l2d": ["#l2d_table tbody td", "#l2d_trajectory img"],
+    "rose": ["#rose_plot img"],
+    "syncmind": ["#syncmind_balance_plot img", "#syncmind_log tbody td"],
+    "prototype": ["#prototype_params tbody td", "#prototype_summary p"],
+    "pde_staggered": ["#pde_staggered_frame img", "#pde_staggered_curves img"],
+    "slug": ["#slug_scatter img", "#slug_bars img", "#slug_table tbody td"],
+}
+# tabs whose example needs trained models: the test profile's micro models are never released, so unless an
+# earlier test of the session built them the tab must say so (a banner naming the command), not stay empty
+MODEL_TABS = {"pde_staggered", "slug", "saeuron", "object_audio"}
+BANNER = "The worked example is not available"
+# tabs added after issue 28 whose owners have not added a worked example yet: only layout and console are checked
+NO_EXAMPLE_YET = {"poisonedeye", "moex"}
+# any tab without its own list: some real output inside the tab
+GENERIC = ("img[src^='data:image'], img[src*='/file='], img[src*='gradio_api'], canvas, audio[src], "
+           "tbody td")
+# headless Chromium without a GPU; Gradio's optional fonts and analytics
+NOISE = re.compile(r"webgpu|gpu|webgl|favicon|fonts\.googleapis|ERR_INTERNET_DISCONNECTED|"
+                   r"net::ERR_NAME_NOT_RESOLVED|ERR_CONNECTION_REFUSED", re.I)
+
+OVERFLOW_JS = """
+(root) => {
+  const W = document.documentElement.clientWidth;
+  const bad = [];
+  const scrolls = (el) => {
+    for (let p = el.parentElement; p && p !== document.body; p = p.parentElement) {
+      const ox = getComputedStyle(p).overflowX;
+      if (ox === 'auto' || ox === 'scroll') return p.getBoundingClientRect().right <= W + 1;
+    }
+    return false;
+  };
+  for (const el of root.querySelectorAll('*')) {
+    const r = el.getBoundingClientRect();
+    if (r.width === 0 || r.height === 0 || r.right <= W + 1) continue;
+    const cs = getComputedStyle(el);
+    if (cs.visibility === 'hidden' || cs.position === 'fixed') continue;
+    if (scrolls(el)) continue;
+    bad.push(`${el.tagName.toLowerCase()}${el.id ? '#' + el.id : ''}.${[...el.classList].slice(0, 2).join('.')}`
+             + ` right=${Math.round(r.right)} > ${W}`);
+    if (bad.length > 5) break;
+  }
+  if (document.documentElement.scrollWidth > W + 1)
+    bad.push(`page scrolls sideways: ${document.documentElement.scrollWidth} > ${W}`);
+  return bad;
+}
+"""
+
+
+def _visit_all(page, url: str, width: int, errors: list[str]) -> dict[str, list[str]]:
+    problems: dict[str, list[str]] = {}
+    page.goto(url)
+    page.wait_for_selector("#landing .pl-card")
+    for m in available():
+        page.get_by_role("tab", name=m.title, exact=True).click()
+        panel = page.locator(f"#tab-{m.id}")
+        panel.wait_for(state="visible")
+        assert panel.get_by_text("This tab failed to load").count() == 0, f"{m.id}: the tab failed to build"
+        sels = EXPECT.get(m.id)
+        if m.id in MODEL_TABS:
+            first = page.locator(sels[0]).first if sels else panel.locator(GENERIC).first
+            banner = panel.get_by_text(BANNER)
+            first.or_(banner).first.wait_for(state="visible", timeout=120_000)
+            if banner.count() and banner.first.is_visible():
+                text = banner.first.locator("xpath=..").inner_text()
+                assert "`" in text or "make " in text or "press" in text.lower() or "Train" in text, \
+                    f"{m.id}: the banner does not say how to get the models: {text!r}"
+                sels = []
+        if sels:
+            for sel in sels:
+                loc = page.locator(sel).first
+                loc.wait_for(state="visible", timeout=120_000)
+                if sel.endswith("img"):
+                    src = loc.get_attribute("src") or ""
+                    assert src, f"{m.id}: {sel} has no image"
+                else:
+                    assert loc.inner_text().strip(), f"{m.id}: {sel} is empty"
+        elif m.id not in MODEL_TABS and m.id not in NO_EXAMPLE_YET:
+            panel.locator(GENERIC).first.wait_for(state="visible", timeout=120_000)
+        page.wait_for_timeout(300)  # let plots settle their size
+        over = panel.evaluate(OVERFLOW_JS)
+        if over:
+            problems[m.id] = over
+        page.screenshot(path=str(SCREENSHOTS / f"first_{m.id}_{width}.png"))
+    return problems
+
+
+def test_every_tab_opens_on_its_worked_example(live_app, _browser):
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    errors: list[str] = []
+    report = {}
+    for width, height in ((1400, 1000), (390, 844)):
+        page = _browser.new_page(viewport={"width": width, "height": height})
+        page.set_default_timeout(60_000)
+        page.on("console", lambda msg: errors.append(f"{msg.type}: {msg.text}") if msg.type == "error" else None)
+        page.on("pageerror", lambda exc: errors.append(f"page error: {exc}"))
+        try:
+            report[width] = _visit_all(page, live_app, width, errors)
+        finally:
+            page.close()
+    real = [e for e in errors if not NOISE.search(e)]
+    assert not real, "console errors:\n" + "\n".join(real[:10])
+    assert not any(report.values()), f"elements overflow the viewport: {report}"
