@@ -84,8 +84,9 @@ def _visit_all(page, url: str, width: int) -> dict[str, list[str]]:
         sels = EXPECT.get(m.id, [])
         if m.id not in NO_EXAMPLE_YET | RELEASED_EXAMPLE:
             # the example's status line ("Worked example…") or the banner saying why there is none
-            said = panel.get_by_text("Worked example").or_(panel.get_by_text(BANNER)).first
-            said.wait_for(state="visible", timeout=120_000)
+            # (case-sensitive: "Computing the worked example…" is not the result)
+            said = panel.get_by_text(re.compile("Worked example")).or_(panel.get_by_text(BANNER)).first
+            said.wait_for(state="visible", timeout=180_000)
             banner = panel.get_by_text(BANNER)
             if banner.count() and banner.first.is_visible():
                 text = banner.first.locator("xpath=..").inner_text()
