@@ -39,17 +39,21 @@ class JobRun:
         if event_state(blocks, event_id) is not True:  # not a queued Gradio event: nothing to watch
             blocks, event_id = None, None
         try:
-            TRACKER.check(method_id, session)
+            place = TRACKER.reserve(method_id, session)
         except Busy as e:
             raise gr.Error(str(e), title="Busy, try again") from None
         try:
             self.id = self.backend.submit(method_id, entry, params)
         except ParamError as e:
+            TRACKER.release(place)
             raise gr.Error(str(e), title="Invalid parameters") from None
+        except BaseException:
+            TRACKER.release(place)
+            raise
         s = get_settings()
         self.tracked = Tracked(self.id, method_id, session, self.backend.cancel, blocks, event_id,
                                deadline=time.monotonic() + s.job_queue_timeout_s + s.hard_time_limit_s + 120)
-        TRACKER.add(self.tracked)
+        TRACKER.add(self.tracked, reservation=place)
         weakref.finalize(self, TRACKER.release, self.id)  # a handler that never streams the job
         self.result: dict | None = None
 

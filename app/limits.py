@@ -85,6 +85,7 @@ class JobTracker:
     def __init__(self, watch: bool = True):
         self.watch = watch  # False: no watcher thread (tests call ``sweep`` themselves)
         self._lock = threading.Lock()
+        self._admit_lock = threading.Lock()
         self.jobs: dict[str, Tracked] = {}
         self.accepting = True
         self._watcher: threading.Thread | None = None
@@ -117,7 +118,22 @@ class JobTracker:
         if len(jobs) >= s.max_active_jobs:
             raise Busy(f"The server is busy ({len(jobs)} jobs waiting or running). Try again in a few minutes.")
 
-    def add(self, t: Tracked) -> None:
+    def reserve(self, method_id: str, session: str) -> str:
+        """``check`` and hold a place in one step (two simultaneous requests cannot both take the last place);
+        returns a reservation to ``add`` the job under, or to ``release`` if the submission fails."""
+        import uuid
+
+        with self._admit_lock:
+            self.check(method_id, session)
+            key = f"reserved-{uuid.uuid4().hex}"
+            with self._lock:
+                self.jobs[key] = Tracked(key, method_id, session, lambda _job_id: None,
+                                         deadline=time.monotonic() + 120)
+        return key
+
+    def add(self, t: Tracked, reservation: str | None = None) -> None:
+        if reservation is not None:
+            self.release(reservation)
         with self._lock:
             self.jobs[t.job_id] = t
             if self.watch and t.event_id is not None and (self._watcher is None or not self._watcher.is_alive()):

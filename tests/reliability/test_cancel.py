@@ -37,6 +37,9 @@ def served(embedded):
     from app.tabs import kl_bandits
 
     celery_app, worker = embedded
+    # On a loaded machine the worker may take a minute to import: wait for it, then queue nothing in vain.
+    wait_for(lambda: worker.log_path.exists() and " ready." in worker.log_path.read_text(errors="ignore"), 240,
+             "the embedded worker is ready")
     set_backend(CeleryBackend(celery_app, poll_s=0.1))
     with GuardedBlocks() as demo:
         kl_bandits.build()
@@ -50,9 +53,13 @@ def served(embedded):
     assert gr  # imported for the Blocks context
 
 
-def _tracked_job(session_prefix: str = "session:") -> str:
-    wait_for(lambda: limits.TRACKER.running(), 30, "the job was submitted")
-    return limits.TRACKER.running()[0].job_id
+def _jobs() -> list[str]:
+    return [t.job_id for t in limits.TRACKER.running() if not t.job_id.startswith("reserved-")]
+
+
+def _tracked_job() -> str:
+    wait_for(_jobs, 60, "the job was submitted")
+    return _jobs()[0]
 
 
 def _running_on_worker(celery_app, worker, job_id: str) -> None:

@@ -37,6 +37,17 @@ def test_limits_refuse_with_busy(tracker):
     tracker.check("d", "s4")  # room again
 
 
+def test_a_reservation_holds_the_place_until_released(tracker):
+    place = tracker.reserve("a", "s1")  # submitting …
+    with pytest.raises(Busy, match="already have 1 job"):
+        tracker.reserve("a", "s1")  # a simultaneous second request of the same session
+    tracker.add(Tracked("j1", "a", "s1", [].append), reservation=place)
+    assert [t.job_id for t in tracker.running()] == ["j1"]
+    tracker.release("j1")
+    tracker.release(tracker.reserve("a", "s1"))  # a failed submission gives the place back
+    assert tracker.running() == []
+
+
 def test_shutdown_refuses_and_cancels(tracker):
     cancelled = []
     _add(tracker, "j1", "a", "s1", cancelled)
