@@ -21,7 +21,7 @@ from . import data, training
 from .checkpoint import RELEASE_DIR, RELEASE_KIND, load_release, save_release
 from .model import ROSE
 
-RECIPE = {"size": "tiny", "steps": 1200, "batch_size": 48, "lr": 2e-3, "n_series": 6000, "seed": 0,
+RECIPE = {"size": "tiny", "steps": 6000, "batch_size": 48, "lr": 2e-3, "n_series": 6000, "seed": 0,
           "mask_mode": "freq_multi", "register": True, "max_seconds": None}
 EXAMPLE = {"series": "airline", "horizon": 24, "few_shot": True}
 
