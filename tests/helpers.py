@@ -102,12 +102,14 @@ def redis_url():
 
 @pytest.fixture
 def inline_backend():
+    from app import jobs
     from app.jobs import InlineBackend, set_backend
 
+    prev = jobs._backend  # a session-scoped app may share the module-level backend: put it back
     b = InlineBackend()
     set_backend(b)
     yield b
-    set_backend(None)
+    set_backend(prev)
 
 
 def patient_url_ok(url: str) -> bool:

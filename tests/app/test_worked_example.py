@@ -6,6 +6,7 @@ import json
 import pytest
 
 from app import worked_example as we
+from app import jobs
 from app.jobs import InlineBackend, set_backend
 from engines.common.settings import get_settings, reset_settings
 
@@ -28,9 +29,10 @@ def backend(tmp_path, monkeypatch):
     monkeypatch.setenv("PAPERLAB_DATA_DIR", str(tmp_path))
     reset_settings()
     b = CountingBackend()
+    prev = jobs._backend  # the session's inline app shares the module-level backend: put it back
     set_backend(b)
     yield b
-    set_backend(None)
+    set_backend(prev)
     reset_settings()
 
 

@@ -40,6 +40,9 @@ def served(embedded):
     # On a loaded machine the worker may take a minute to import: wait for it, then queue nothing in vain.
     wait_for(lambda: worker.log_path.exists() and " ready." in worker.log_path.read_text(errors="ignore"), 240,
              "the embedded worker is ready")
+    from app import jobs
+
+    prev = jobs._backend  # the session's inline app shares the module-level backend: put it back
     set_backend(CeleryBackend(celery_app, poll_s=0.1))
     with GuardedBlocks() as demo:
         kl_bandits.build()
@@ -49,7 +52,7 @@ def served(embedded):
     demo.launch(server_port=port, prevent_thread_lock=True, quiet=True)
     yield f"http://127.0.0.1:{port}/", demo, celery_app, worker
     demo.close()
-    set_backend(None)
+    set_backend(prev)
     assert gr  # imported for the Blocks context
 
 
