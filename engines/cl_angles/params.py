@@ -5,7 +5,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from engines.common.params import FiniteFloat, Params
+from engines.common.params import FiniteFloat, Params, require_unique, unique_entries
 
 Variant = Literal["cl", "replay", "ewc", "replay_ewc"]
 Selector = Literal["random", "mid", "small", "big", "herding"]
@@ -37,12 +37,7 @@ class SyntheticParams(Params):
     bias: bool = Field(True, description="filters with a bias, as the script's Conv1d (the theory has none)")
     variants: tuple[Variant, ...] = Field(("cl", "replay", "ewc", "replay_ewc"), min_length=1)
 
-    @field_validator("variants")
-    @classmethod
-    def _unique(cls, v: tuple[str, ...]) -> tuple[str, ...]:
-        if len(set(v)) != len(v):
-            raise ValueError("variants must not repeat")
-        return v
+    _unique = unique_entries("variants")
 
 
 class AngleRunParams(SyntheticParams):
@@ -142,6 +137,5 @@ class BufferSelectionParams(RealParams):
             raise ValueError(f"classes must lie in 0…9; got {bad}")
         if len(set(cls)) != 4:
             raise ValueError(f"the two tasks need four different classes; got task1={self.task1}, task2={self.task2}")
-        if len(set(self.selectors)) != len(self.selectors):
-            raise ValueError("selectors must not repeat")
+        require_unique(self.selectors, "selectors")
         return self

@@ -22,7 +22,7 @@ import typing
 from functools import lru_cache
 from typing import Annotated, Any, TypeVar
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError, field_validator, model_validator
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -87,6 +87,30 @@ class Params(BaseModel):
                 if v is not None and (isinstance(v, bool) or not isinstance(v, numbers.Real)):
                     raise ValueError(f"{name}: must be a number, not {type(v).__name__}")
         return data
+
+
+def require_unique(values: Any, what: str) -> Any:
+    """``values`` unchanged, or ``ValueError("<what> must not repeat")`` when an entry is listed twice."""
+    if len(set(values)) != len(values):
+        raise ValueError(f"{what} must not repeat")
+    return values
+
+
+def unique_entries(*fields: str, what: str | None = None) -> Any:
+    """A field validator that refuses repeated entries in the tuple fields named::
+
+        class RunParams(Params):
+            variants: tuple[Variant, ...] = ("a", "b")
+            _unique = unique_entries("variants")          # "variants must not repeat"
+
+    The message names ``what``: by default the field for one field, "entries" for several.
+    """
+    label = what or (fields[0] if len(fields) == 1 else "entries")
+
+    def _check(cls: type, v: Any) -> Any:
+        return require_unique(v, label)
+
+    return field_validator(*fields)(classmethod(_check))
 
 
 class ParamError(ValueError):

@@ -5,7 +5,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from engines.common.params import FiniteFloat, Params
+from engines.common.params import FiniteFloat, Params, require_unique
 
 from .graphio import parse_upload
 
@@ -82,8 +82,7 @@ class TrainParams(GeneratorParams):
     @field_validator("variants")
     @classmethod
     def _unique(cls, v: tuple[str, ...]) -> tuple[str, ...]:
-        if len(set(v)) != len(v):
-            raise ValueError("variants must not repeat")
+        require_unique(v, "variants")
         return tuple(x for x in ALL_VARIANTS if x in v)
 
 

@@ -5,7 +5,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
-from engines.common.params import FiniteFloat, Params
+from engines.common.params import FiniteFloat, Params, unique_entries
 
 Method = Literal["kl_ucb", "kl_greedy", "ucb", "vw_softmax"]
 METHOD_LABELS: dict[str, str] = {
@@ -37,12 +37,7 @@ class RegretCurvesParams(EnvParams):
     seed: int = Field(0, ge=0, le=2**31 - 1)
     methods: tuple[Method, ...] = Field(("kl_ucb", "kl_greedy", "ucb"), min_length=1)
 
-    @field_validator("methods")
-    @classmethod
-    def _unique(cls, v: tuple[str, ...]) -> tuple[str, ...]:
-        if len(set(v)) != len(v):
-            raise ValueError("methods must not repeat")
-        return v
+    _unique = unique_entries("methods")
 
 
 class EtaSweepParams(EnvParams):

@@ -5,7 +5,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from engines.common.params import Params
+from engines.common.params import Params, unique_entries
 
 Variant = Literal["dense_gelu", "dense_relu", "topk_gelu", "topk_relu", "topk_gelu_sparsity", "moex"]
 ViewModel = Literal["dense_gelu", "topk_gelu", "moex", "sae"]
@@ -32,12 +32,7 @@ class ExploreParams(Params):
             raise ValueError("game must be 'synthetic:<seed>' or 'real:<index>' (e.g. 'synthetic:3')")
         return v
 
-    @field_validator("models")
-    @classmethod
-    def _unique(cls, v):
-        if len(set(v)) != len(v):
-            raise ValueError("models must not repeat")
-        return v
+    _unique = unique_entries("models")
 
 
 class SearchParams(Params):
@@ -60,12 +55,7 @@ class GridParams(Params):
     top_k: int = Field(2, ge=1, le=8)
     with_sae: bool = Field(False, description="also train an SAE (8x) on the dense GELU model's probed layer")
 
-    @field_validator("variants")
-    @classmethod
-    def _unique(cls, v):
-        if len(set(v)) != len(v):
-            raise ValueError("variants must not repeat")
-        return v
+    _unique = unique_entries("variants")
 
     @model_validator(mode="after")
     def _sizes(self):

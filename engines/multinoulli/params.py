@@ -5,7 +5,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from engines.common.params import FiniteFloat, Params
+from engines.common.params import FiniteFloat, Params, unique_entries
 
 Task = Literal["video", "design", "coverage"]
 Clip = Literal["bikes", "bigbuckbunny", "carphone", "digits", "upload"]
@@ -69,12 +69,7 @@ class CompareParams(InstanceParams):
     dls_beta: FiniteFloat | None = Field(None, gt=0.0, le=20.0, description="β given to local search (None: estimate)")
     bruteforce_limit: int = Field(200_000, ge=1, le=2_000_000, description="most sets brute force may enumerate")
 
-    @field_validator("methods")
-    @classmethod
-    def _unique(cls, v):
-        if len(set(v)) != len(v):
-            raise ValueError("methods must not repeat")
-        return v
+    _unique = unique_entries("methods")
 
 
 class SweepParams(InstanceParams):

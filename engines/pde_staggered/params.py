@@ -5,7 +5,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from engines.common.params import FiniteFloat, Params
+from engines.common.params import FiniteFloat, Params, unique_entries
 
 Variant = Literal["p1", "p1_M", "p4m", "p4m_M"]
 ALL_VARIANTS: tuple[str, ...] = ("p1", "p1_M", "p4m", "p4m_M")
@@ -35,12 +35,7 @@ class TrainParams(Params):
     pushforward: bool = Field(False, description="pushforward trick: 2-step unrolls, gradient on the last")
     augment: bool = Field(False, description="data augmentation with random D4 transforms (baseline)")
 
-    @field_validator("variants")
-    @classmethod
-    def _unique(cls, v):
-        if len(set(v)) != len(v):
-            raise ValueError("variants must not repeat")
-        return v
+    _unique = unique_entries("variants")
 
 
 class ICParams(Params):

@@ -9,7 +9,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from engines.common.params import FiniteFloat, Params
+from engines.common.params import FiniteFloat, Params, unique_entries
 
 Variant = Literal["pe_b", "pe_s", "pe_c"]
 VARIANT_LABELS = {"pe_b": "PE-B (text only)", "pe_s": "PE-S (single query)", "pe_c": "PE-C (class query)"}
@@ -98,12 +98,7 @@ class BenchmarkParams(SystemParams, AttackParams):
     compare_defence: bool = Field(False, description="also evaluate with the chosen defences switched on")
     verify_removal: bool = Field(False, description="after removing every poison, answer the clean queries again from scratch")
 
-    @field_validator("variants")
-    @classmethod
-    def _unique(cls, v):
-        if len(set(v)) != len(v):
-            raise ValueError("variants must not repeat")
-        return v
+    _unique = unique_entries("variants")
 
     @model_validator(mode="after")
     def _defence(self) -> "BenchmarkParams":

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field
 
-from engines.common.params import FiniteFloat, Params
+from engines.common.params import FiniteFloat, Params, unique_entries
 
 Domain = Literal["chair", "stool", "lamp", "mug", "bottle"]
 DOMAIN_LABELS = {"chair": "Chair", "stool": "Bar stool", "lamp": "Table lamp", "mug": "Mug", "bottle": "Bottle"}
@@ -39,12 +39,7 @@ class BenchmarkParams(Params):
     limit: int = Field(0, ge=0, le=1000, description="instructions per domain (0 = all)")
     seed: int = Field(0, ge=0, le=2**31 - 1)
 
-    @field_validator("mappers", "spec_sources", "domains")
-    @classmethod
-    def _unique(cls, v: tuple) -> tuple:
-        if len(set(v)) != len(v):
-            raise ValueError("entries must not repeat")
-        return v
+    _unique = unique_entries("mappers", "spec_sources", "domains")
 
 
 class SpecifyParams(Params):
@@ -56,9 +51,4 @@ class SpecifyParams(Params):
     sweeps: int = Field(5, ge=1, le=50, description="Gibbs sweeps")
     seed: int = Field(0, ge=0, le=2**31 - 1)
 
-    @field_validator("domains")
-    @classmethod
-    def _unique(cls, v: tuple) -> tuple:
-        if len(set(v)) != len(v):
-            raise ValueError("domains must not repeat")
-        return v
+    _unique = unique_entries("domains")

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, model_validator
 
-from engines.common.params import Params
+from engines.common.params import Params, unique_entries
 
 #: Horizons the tiny model has a linear head for (spec §4); a longer horizon is rejected.
 MAX_HORIZON = 96
@@ -45,12 +45,7 @@ class ForecastParams(SeriesSpec):
     model_path: str = Field("", max_length=1000, description="released ROSE weights (empty = the shipped model)")
     seed: int = Field(0, ge=0, le=2**31 - 1)
 
-    @field_validator("baselines")
-    @classmethod
-    def _unique(cls, v):
-        if len(set(v)) != len(v):
-            raise ValueError("baselines must not repeat")
-        return v
+    _unique = unique_entries("baselines")
 
 
 class MaskViewParams(SeriesSpec):

@@ -5,7 +5,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from engines.common.params import FiniteFloat, Params
+from engines.common.params import FiniteFloat, Params, require_unique
 
 TargetKind = Literal["digit", "object", "style", "fashion"]
 Tower = Literal["vision", "text", "both"]
@@ -66,8 +66,7 @@ class UnlearnParams(SearchParams):
     @model_validator(mode="after")
     def _check(self) -> "UnlearnParams":
         target_index(self.target_kind, self.target)
-        if len(set(self.baselines)) != len(self.baselines):
-            raise ValueError("baselines must not repeat")
+        require_unique(self.baselines, "baselines")
         return self
 
 

@@ -5,7 +5,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from engines.common.params import Params
+from engines.common.params import Params, unique_entries
 
 Repo = Literal["minilib", "toolz"]
 AgentName = Literal["heuristic", "gold", "noop", "smollm2", "openai"]
@@ -72,12 +72,7 @@ class BatchParams(BudgetParams):
     max_instances: int = Field(16, ge=1, le=500, description="instances per (agent, mode), in id order")
     llm: LLMParams = LLMParams()
 
-    @field_validator("agents", "modes")
-    @classmethod
-    def _unique(cls, v):
-        if len(set(v)) != len(v):
-            raise ValueError("entries must not repeat")
-        return v
+    _unique = unique_entries("agents", "modes")
 
     @model_validator(mode="after")
     def _endpoint(self):

@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from engines.common.params import Params
+from engines.common.params import Params, unique_entries
 
 Task = Literal["linear", "logistic", "digits", "transformer"]
 Noise = Literal["cauchy", "student_t", "gaussian", "none"]
@@ -104,12 +104,7 @@ class CompareParams(ProblemParams):
     hyper: HyperParams = Field(default_factory=HyperParams, description="used for every method when tune is off")
     engine: Engine = Field("simulator", description="in-process simulator or torch.distributed gloo ranks")
 
-    @field_validator("methods")
-    @classmethod
-    def _unique(cls, v: tuple[str, ...]) -> tuple[str, ...]:
-        if len(set(v)) != len(v):
-            raise ValueError("methods must not repeat")
-        return v
+    _unique = unique_entries("methods")
 
     @model_validator(mode="after")
     def _machine(self):

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field
 
-from engines.common.params import FiniteFloat, Params
+from engines.common.params import FiniteFloat, Params, unique_entries
 
 GrammarKind = Literal["json_schema", "regex", "cfg"]
 VocabName = Literal["qwen2.5-mini", "qwen2.5", "cl100k", "llama3", "smollm2"]
@@ -49,9 +49,4 @@ class BenchmarkParams(Params):
     instances: int = Field(5, ge=1, le=50, description="seeded valid instances per workload")
     seed: int = Field(0, ge=0, le=2**31 - 1)
 
-    @field_validator("engines", "workloads")
-    @classmethod
-    def _unique(cls, v):
-        if len(set(v)) != len(v):
-            raise ValueError("entries must not repeat")
-        return v
+    _unique = unique_entries("engines", "workloads")
