@@ -5,10 +5,18 @@ import html
 import json
 from pathlib import Path
 
-from engines.common.results import PRE_AUDIT, claim_counts
+from engines.common.results import PageSummary, summarize
 from engines.registry import METHODS, MethodSpec
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+def results_page(method_id: str) -> PageSummary | None:
+    """docs/results/<id>.md, read once and parsed; None if the method has no results page yet."""
+    p = ROOT / "docs" / "results" / f"{method_id}.md"
+    if not p.exists():
+        return None
+    return summarize(p.read_text(encoding="utf-8", errors="replace"))
 
 
 def claim_status(method_id: str) -> tuple[int, int] | None:
@@ -16,15 +24,13 @@ def claim_status(method_id: str) -> tuple[int, int] | None:
 
     Claims only: "reported" rows (measured figures without a pass condition) are not counted.
     """
-    p = ROOT / "docs" / "results" / f"{method_id}.md"
-    if not p.exists():
-        return None
-    return claim_counts(p.read_text(encoding="utf-8", errors="replace"))
+    page = results_page(method_id)
+    return page.counts if page else None
 
 
-def main_miss(method_id: str) -> str:
+def main_miss(method_id: str, page: PageSummary | None = None) -> str:
     """One line on why the method's main missed claim misses: ``docs/results/main_misses.json``, else the first
-    missed claim's own text from the results page."""
+    missed claim's own text from the results page (``page``, when the caller has read it already)."""
     notes = ROOT / "docs" / "results" / "main_misses.json"
     try:
         note = json.loads(notes.read_text(encoding="utf-8")).get(method_id, "")
@@ -32,18 +38,8 @@ def main_miss(method_id: str) -> str:
         note = ""
     if note:
         return note
-    p = ROOT / "docs" / "results" / f"{method_id}.md"
-    for line in p.read_text(encoding="utf-8", errors="replace").splitlines() if p.exists() else []:
-        cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if line.startswith("|") and cells[-1] == "MISS":
-            return f"missed: {cells[0]}"
-    return ""
-
-
-def is_pre_audit(method_id: str) -> bool:
-    """A results page measured before the claims audit and not re-run since (it carries the banner)."""
-    p = ROOT / "docs" / "results" / f"{method_id}.md"
-    return p.exists() and PRE_AUDIT in p.read_text(encoding="utf-8", errors="replace")
+    page = page or results_page(method_id)
+    return f"missed: {page.first_miss}" if page and page.first_miss else ""
 
 
 def file_url(rel: str) -> str:
@@ -54,15 +50,15 @@ def card(m: MethodSpec) -> str:
     e = html.escape
     badge = f'<span class="pl-badge pl-{m.status}">{m.status}</span>'
     claims = claims_note = ""
-    st = claim_status(m.id) if m.status == "available" else None
-    if st is not None:
-        ok, n = st
+    page = results_page(m.id) if m.status == "available" else None
+    if page is not None and page.counts is not None:
+        ok, n = page.counts
         cls = "pl-pass" if ok == n else "pl-miss"
-        stale = is_pre_audit(m.id)
+        stale = page.pre_audit
         claims = (f'<span class="pl-badge {cls}" title="claims with a pass condition; reported figures are not '
                   f'counted{"; measured before the claims audit (issue 17)" if stale else ""}">{ok} of {n} claims '
                   f'reproduced{" (pre-audit)" if stale else ""}</span>')
-        if ok < n and (why := main_miss(m.id)):
+        if ok < n and (why := main_miss(m.id, page)):
             results = file_url(m.results_page)
             claims_note = (f'<p class="pl-why"><b>Main miss:</b> {e(why)} '
                            f'<a href="{results}" target="_blank">What we measured</a></p>')

@@ -140,20 +140,42 @@ class Report:
         return path
 
 
-def claim_counts(text: str) -> tuple[int, int] | None:
+def claims_table(text: str) -> list[list[str]]:
+    """The cells of the rows of a results page's first table (the claims table), header rows included."""
+    rows: list[list[str]] = []
+    for line in text.splitlines():
+        if line.startswith("|") and line.rstrip().endswith("|"):
+            rows.append([c.strip() for c in line.strip().strip("|").split("|")])
+        elif rows:
+            break
+    return rows
+
+
+def claim_counts(text: str, rows: list[list[str]] | None = None) -> tuple[int, int] | None:
     """(reproduced, claims) from a results page: the header's "n of m claims reproduced", else the
-    result column of the first table (pages written before reported rows existed)."""
+    result column of the first table (pages written before reported rows existed).
+    ``rows``: the page's ``claims_table`` when the caller has it already."""
     m = SUMMARY_RE.search(text)
     if m:
         return int(m.group(1)), int(m.group(2))
-    verdicts = []
-    for line in text.splitlines():
-        if line.startswith("|") and line.rstrip().endswith("|"):
-            verdicts.append(line.rstrip().rstrip("|").rsplit("|", 1)[-1].strip())
-        elif verdicts:
-            break
+    verdicts = [cells[-1] for cells in (claims_table(text) if rows is None else rows)]
     n_pass, n_miss = verdicts.count("PASS"), verdicts.count("MISS")
     return (n_pass, n_pass + n_miss) if verdicts else None
+
+
+@dataclass(frozen=True)
+class PageSummary:
+    """What the landing page shows of a results page, parsed from one read of it."""
+
+    counts: tuple[int, int] | None  # (reproduced, claims), as ``claim_counts``
+    first_miss: str  # the claim of the first MISS row of the claims table, "" if none
+    pre_audit: bool  # the page carries the pre-audit banner
+
+
+def summarize(text: str) -> PageSummary:
+    rows = claims_table(text)
+    first_miss = next((cells[0] for cells in rows if cells[-1] == "MISS"), "")
+    return PageSummary(claim_counts(text, rows), first_miss, PRE_AUDIT in text)
 
 
 def code_version(*modules: str) -> str:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from app import landing
 from engines.registry import available
@@ -28,3 +29,13 @@ def test_main_miss_falls_back_to_the_first_missed_claim(tmp_path, monkeypatch):
     assert landing.main_miss("a") == "missed: exact"
     assert landing.main_miss("b") == "because of scale"
     assert landing.main_miss("c") == ""
+
+
+def test_each_results_page_is_read_once_per_card(monkeypatch):
+    reads = []
+    read_text = Path.read_text
+    monkeypatch.setattr(Path, "read_text", lambda self, *a, **k: reads.append(self.name) or read_text(self, *a, **k))
+    for m in available():
+        reads.clear()
+        landing.card(m)
+        assert reads.count(f"{m.id}.md") <= 1, (m.id, reads)

@@ -127,7 +127,7 @@ def test_figure_uses_the_object_api(tmp_results):
 def test_landing_badges_count_claims_only(monkeypatch):
     from app import landing
 
-    monkeypatch.setattr(landing, "claim_status", lambda mid: (2, 5))
+    monkeypatch.setattr(landing, "results_page", lambda mid: results.PageSummary((2, 5), "", False))
     html = landing.landing_html()
     assert "2 of 5 claims reproduced" in html
     assert " PASS</span>" not in html
@@ -136,6 +136,5 @@ def test_landing_badges_count_claims_only(monkeypatch):
 def test_pre_audit_pages_are_marked_on_the_landing_page(monkeypatch):
     from app import landing
 
-    monkeypatch.setattr(landing, "claim_status", lambda mid: (1, 2))
-    monkeypatch.setattr(landing, "is_pre_audit", lambda mid: True)
+    monkeypatch.setattr(landing, "results_page", lambda mid: results.PageSummary((1, 2), "", True))
     assert "1 of 2 claims reproduced (pre-audit)" in landing.landing_html()
