@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import numpy as np
-from matplotlib.figure import Figure
+from engines.common.figures import figure as Figure
 
 COLORS = {"midpoint": "#1f77b4", "euler": "#ff7f0e", "heun2": "#2ca02c", "rk4": "#9467bd",
           "dopri5": "#d62728", "bosh3": "#8c564b", "adaptive_heun": "#e377c2", "fehlberg2": "#7f7f7f"}

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import numpy as np
-from matplotlib.figure import Figure
+from engines.common.figures import figure as Figure
 
 LABELS = {
     "dense_gelu": "Dense GELU", "dense_relu": "Dense ReLU", "topk_gelu": "TopK MoE", "topk_relu": "TopK+ReLU",

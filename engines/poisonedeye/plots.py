@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import numpy as np
-from matplotlib.figure import Figure
+from engines.common.figures import figure as Figure
 
 from .params import VARIANT_LABELS
 

@@ -224,7 +224,7 @@ def main():
 
 
 def _rank_figure(sq):
-    from matplotlib.figure import Figure
+    from engines.common.figures import figure as Figure
 
     fig = Figure(figsize=(6.4, 3.0))
     ax = fig.add_subplot()
@@ -240,7 +240,7 @@ def _rank_figure(sq):
 
 
 def _examples_figure(d, n: int = 6):
-    from matplotlib.figure import Figure
+    from engines.common.figures import figure as Figure
 
     fig = Figure(figsize=(1.3 * n, 4.0))
     for j in range(n):

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import numpy as np
-from matplotlib.figure import Figure
+from engines.common.figures import figure as Figure
 
 COLORS = {"rose_zero": "#c0392b", "rose_few": "#8e44ad", "seasonal_naive": "#7f8c8d", "auto_ets": "#27ae60",
           "auto_arima": "#2980b9", "scratch": "#d35400"}

@@ -1,7 +1,7 @@
 """Figures (matplotlib object API only: handlers run in threads)."""
 from __future__ import annotations
 
-from matplotlib.figure import Figure
+from engines.common.figures import figure as Figure
 
 from .params import AGENT_LABELS
 

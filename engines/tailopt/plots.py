@@ -6,13 +6,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from engines.common.figures import figure as Figure
+
 from .params import TASK_LABELS
-
-
-def Figure(**kw):
-    from matplotlib.figure import Figure as _F
-
-    return _F(**kw)
 
 COLORS = {"fedavg": "#1f77b4", "fedavg_clip": "#17becf", "fedadam": "#ff7f0e", "fedyogi": "#bcbd22",
           "fedadagrad": "#8c564b", "local_adam": "#e377c2", "adam2": "#9467bd", "diloco": "#7f7f7f",

@@ -301,7 +301,7 @@ def _finish(rep: Report, metas: dict):
 
 def curves_figure(metas: dict):
     """One panel per model with a recorded curve: training loss and the held-out validation metric(s)."""
-    from matplotlib.figure import Figure
+    from engines.common.figures import figure as Figure
 
     have = [(n, m["curve"]) for n, m in metas.items() if m and m.get("curve") and m["curve"].get("step")]
     if not have:
