@@ -161,10 +161,12 @@ def fetch(method_id: str, entry: str, params: dict[str, Any], timeout: float | N
     """The example's result (blocking); raises :class:`ExampleUnavailable` with the reason."""
     try:
         return submit(method_id, entry, params).result(timeout)
-    except ExampleUnavailable:
-        raise
     except Exception as e:
-        raise ExampleUnavailable(f"{type(e).__name__}: {e}") from None
+        raise _unavailable(e) from None
+
+
+def _unavailable(e: Exception) -> ExampleUnavailable:
+    return e if isinstance(e, ExampleUnavailable) else ExampleUnavailable(f"{type(e).__name__}: {e}")
 
 
 def missing_zoo(*names: str) -> str | None:
@@ -218,24 +220,41 @@ def on_load(method_id: str, entry: str, params: dict[str, Any] | Callable[[], di
 
     n = len(outputs)
 
-    def hook():
-        try:
+    async def hook():
+        # Async: a page load waits for its examples without holding one of Gradio's worker threads
+        # (a dozen tabs per page load, pages opened while examples compute, used to pin them all).
+        import asyncio
+
+        from anyio import to_thread
+
+        def setup():  # may read files and build parameters: off the event loop
             jobs = [(entry, params() if callable(params) else params), *more]
+            hits = [cached(method_id, e, p) for e, p in jobs]
+            why = missing() if missing is not None and any(h is None for h in hits) else None
+            return jobs, hits, why
+
+        try:
+            jobs, hits, why = await to_thread.run_sync(setup)
         except Exception as e:
             log.exception("worked example of %s could not be set up", method_id)
             yield (*[gr.skip()] * n, banner(f"{type(e).__name__}: {e}"))
             return
-        hits = [cached(method_id, e, p) for e, p in jobs]
         if any(h is None for h in hits):
-            why = missing() if missing is not None else None
             if why:
                 yield (*[gr.skip()] * n, banner(why))
                 return
             yield (*[gr.skip()] * n, "Computing the worked example (first visit only, a few seconds)…")
         try:
-            results = [h if h is not None else fetch(method_id, e, p) for h, (e, p) in zip(hits, jobs)]
-            values = tuple(render(*results))
-            line = done(*results) if callable(done) else done
+            results = []
+            for h, (e, p) in zip(hits, jobs):
+                if h is None:
+                    try:
+                        h = await asyncio.wrap_future(submit(method_id, e, p))
+                    except Exception as err:
+                        raise _unavailable(err) from None
+                results.append(h)
+            values, line = await to_thread.run_sync(lambda: (
+                tuple(render(*results)), done(*results) if callable(done) else done))
         except ExampleUnavailable as e:
             yield (*[gr.skip()] * n, banner(str(e)))
             return

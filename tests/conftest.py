@@ -10,6 +10,7 @@ os.environ.setdefault("PAPERLAB_DATA_DIR", tempfile.mkdtemp(prefix="paperlab-tes
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("MPLBACKEND", "Agg")
+os.environ.setdefault("PAPERLAB_SCREENSHOT_DIR", os.path.join(os.environ["PAPERLAB_DATA_DIR"], "screenshots"))
 
 import pytest  # noqa: E402
 

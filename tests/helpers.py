@@ -20,7 +20,9 @@ ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = os.environ.get("PAPERLAB_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"]
-SCREENSHOTS = ROOT / "docs" / "screenshots"
+# The suite (conftest) points this at its data directory: test-profile screenshots never replace the
+# default-profile ones in docs/screenshots, which the shot_<id>.py scripts take.
+SCREENSHOTS = Path(os.environ.get("PAPERLAB_SCREENSHOT_DIR") or ROOT / "docs" / "screenshots")
 
 
 def free_port() -> int:

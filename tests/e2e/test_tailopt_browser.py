@@ -18,8 +18,9 @@ def test_tailopt_tab(live_app, browser_page):
         box.fill("20")
         box.press("Enter")
     page.locator("#tailopt_run").click()
+    page.locator("#tailopt_status").get_by_text("Done in").wait_for(timeout=300_000)  # the visitor's run
     plot = page.locator("#tailopt_loss_plot img")
-    plot.wait_for(state="visible", timeout=300_000)
+    plot.wait_for(state="visible")
     assert plot.get_attribute("src").startswith("data:image")
     page.get_by_text("Noise tail index").wait_for(timeout=120_000)
     assert page.get_by_text("tuned on a validation seed").count() >= 1
