@@ -12,11 +12,14 @@ import gradio as gr
 from engines.moex.params import MAX_PGN_CHARS, VIEW_MODELS
 from engines.moex.plots import LABELS, board_svg, curves_figure, grid_figure, move_list_markdown
 
+from .. import worked_example
 from ..bridge import JobRun, cancel_job
 
 METHOD_ID = "moex"
 ROOT = Path(__file__).resolve().parents[2]
-EXAMPLE = ROOT / "engines" / "moex" / "example.json"  # the worked example, computed with the shipped models
+# the worked example: the first position the tab shows, computed with the tab's models on the first visit
+EXAMPLE = dict(game="synthetic:0", pgn="", position=6, models=list(VIEW_MODELS), top_n=5)
+START = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1"
 RELEASE = ROOT / "release" / "moex"
 UNIT_HEADERS = ["model", "rank", "unit (expert·slot)", "activation", "share of max", "labelled as (F1, precision)",
                 "true here?"]
@@ -79,14 +82,19 @@ def _status(res: dict) -> str:
     return " ".join(parts)
 
 
+def render_explore(res: dict) -> tuple:
+    """Board, move list and unit table of an explore result."""
+    return (board_svg(res["fen"], highlight=_highlight(res)), move_list_markdown(res["sans"], res["plies"]),
+            unit_rows(res, _cfg()))
+
+
 def run_explore(game, pgn, position, models, top_n, progress=gr.Progress()):
     params = dict(game=game or "synthetic:0", pgn=(pgn or "").strip(), position=int(position),
                   models=list(models or VIEW_MODELS), top_n=int(top_n))
     job = JobRun(METHOD_ID, "explore", params)
     yield job.id, gr.skip(), gr.skip(), gr.skip(), f"Job {job.id[:8]} queued…"
     res = job.wait(progress)
-    yield (job.id, board_svg(res["fen"], highlight=_highlight(res)),
-           move_list_markdown(res["sans"], res["plies"]), unit_rows(res, _cfg()), _status(res))
+    yield (job.id, *render_explore(res), _status(res))
 
 
 def run_search(feature, progress=gr.Progress()):
@@ -146,11 +154,10 @@ def _cfg() -> dict | None:
     return _CFG or None
 
 
-def _example() -> dict | None:
-    try:
-        return json.loads(EXAMPLE.read_text())
-    except (OSError, ValueError):
-        return None
+def missing_models() -> str | None:
+    from engines.moex.release import missing_tab_models
+
+    return missing_tab_models()
 
 
 def build() -> None:
@@ -160,31 +167,29 @@ def build() -> None:
         "*ReLU experts* and a router that sends each token to the experts whose codes will be *sparsest*, its "
         "hidden units line up with single concepts, here board facts of a chess-playing GPT, better than a "
         "dense MLP, a standard top-k MoE or an SAE trained afterwards. "
-        "**What to click first:** the position below is already analysed with the shipped models; move the "
+        "**What to click first:** the position below is analysed with the shipped models when the page opens; move the "
         "*Position* slider and press **Show position** to see which units fire and what each one stands for."
     )
-    ex = _example()
     job_id = gr.State(None)
     with gr.Row():
         with gr.Column(scale=1, min_width=300):
-            game = gr.Dropdown(_games(), value="synthetic:0", label="Game", elem_id="moex_game")
+            game = gr.Dropdown(_games(), value=EXAMPLE["game"], label="Game", elem_id="moex_game")
             pgn = gr.Textbox(label="…or paste a PGN (overrides the game)", max_lines=4, max_length=MAX_PGN_CHARS,
                              placeholder="1.e4 e5 2.Nf3 Nc6 3.Bb5 a6")
-            position = gr.Slider(1, 40, value=ex["position"] if ex else 6, step=1, label="Position (move number)",
+            position = gr.Slider(1, 40, value=EXAMPLE["position"], step=1, label="Position (move number)",
                                  info="the board before White's n-th move", elem_id="moex_position")
-            models = gr.CheckboxGroup([(LABELS[m], m) for m in VIEW_MODELS], value=list(VIEW_MODELS),
+            models = gr.CheckboxGroup([(LABELS[m], m) for m in VIEW_MODELS], value=EXAMPLE["models"],
                                       label="Models")
-            top_n = gr.Slider(1, 20, value=5, step=1, label="Units per model")
+            top_n = gr.Slider(1, 20, value=EXAMPLE["top_n"], step=1, label="Units per model")
             with gr.Row():
                 run = gr.Button("Show position", variant="primary", elem_id="moex_run")
                 stop = gr.Button("Stop", variant="stop")
-            status = gr.Markdown(_status(ex) if ex else "", elem_id="moex_status", label="position summary")
+            status = gr.Markdown("", elem_id="moex_status", label="position summary")
         with gr.Column(scale=2):
             with gr.Row():
-                board = gr.HTML(board_svg(ex["fen"], highlight=_highlight(ex)) if ex else board_svg(
-                    "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1"), elem_id="moex_board", label="board")
-                moves = gr.Markdown(move_list_markdown(ex["sans"], ex["plies"]) if ex else "", elem_id="moex_moves", label="move list")
-            units = gr.Dataframe(unit_rows(ex, _cfg()) if ex else None, headers=UNIT_HEADERS, interactive=False,
+                board = gr.HTML(board_svg(START), elem_id="moex_board", label="board")
+                moves = gr.Markdown("", elem_id="moex_moves", label="move list")
+            units = gr.Dataframe(None, headers=UNIT_HEADERS, interactive=False,
                                  label="Most active units at this position (labels learned on held-out games)",
                                  elem_id="moex_units", wrap=True)
     with gr.Accordion("Feature search: which unit detects a board fact?", open=True):
@@ -213,6 +218,9 @@ def build() -> None:
             curve_plot = gr.Plot(label="Training curves")
     ev = run.click(run_explore, [game, pgn, position, models, top_n], [job_id, board, moves, units, status],
                    api_name="moex_explore")
+    worked_example.on_load(METHOD_ID, "explore", EXAMPLE, render_explore, [board, moves, units], status,
+                           done=lambda r: "**Worked example.** " + _status(r), missing=missing_models,
+                           cancel_on=[run.click])
     ev2 = search_btn.click(run_search, [feature], [job_id, search_table, search_status], api_name="moex_search")
     ev3 = grid_btn.click(run_grid, [grid_variants, grid_steps, grid_seeds, grid_sae],
                          [job_id, variants_table, grid_plot, curve_plot, grid_status], api_name="moex_grid")

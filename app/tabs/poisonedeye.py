@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import gradio as gr
 
+from engines.common.settings import get_settings
 from engines.poisonedeye.params import (DATASET_LABELS, GENERATOR_LABELS, MAX_EPSILON, PURIFICATION_LABELS,
                                         TARGET_ANSWER, TEMPLATE_LABELS, VARIANT_LABELS)
 
+from .. import worked_example
 from ..bridge import JobRun, cancel_job
 
 METHOD_ID = "poisonedeye"
@@ -75,21 +77,48 @@ def summary(res: dict) -> str:
     return "  \n".join(lines)
 
 
-def run_craft(dataset, query_index, image, question, target, variant, epsilon, steps, k, aux_number, template,
-              generator, purification, instr, consist, eval_queries, progress=gr.Progress()):
+def defaults() -> dict:
+    """Tab defaults; the test profile's are cheap (few steps, the rule reader: no LLM to convert)."""
+    if get_settings().profile == "test":
+        return dict(steps=20, generator="rule", eval_queries=3)
+    return dict(steps=100, generator="smollm2", eval_queries=10)
+
+
+def craft_params(dataset, query_index, image, question, target, variant, epsilon, steps, k, aux_number, template,
+                 generator, purification, instr, consist, eval_queries) -> dict:
+    return dict(dataset=dataset, query_index=int(query_index), image_path=image or "", question=question or "",
+                target_answer=(target or "").strip() or TARGET_ANSWER, variant=variant, epsilon=float(epsilon),
+                steps=int(steps), k=int(k), aux_number=int(aux_number), template=template, generator=generator,
+                purification=purification, instruction_filter=bool(instr), consistency_filter=bool(consist),
+                eval_queries=int(eval_queries))
+
+
+def example() -> dict:
+    """The worked example shown on arrival: the first example row (digits, query 3, PE-S, ε 8) with the tab's
+    defaults."""
+    d = defaults()
+    return craft_params("digits", 3, None, "", TARGET_ANSWER, "pe_s", 8, d["steps"], 3, 60, "paper", d["generator"],
+                        "none", False, False, d["eval_queries"])
+
+
+def render_craft(res: dict) -> tuple:
+    """Query/poison/perturbation images, the cosine trace and the retrieval galleries before and after."""
     from engines.poisonedeye.plots import cosine_trace
 
-    params = dict(dataset=dataset, query_index=int(query_index), image_path=image or "", question=question or "",
-                  target_answer=(target or "").strip() or TARGET_ANSWER, variant=variant, epsilon=float(epsilon),
-                  steps=int(steps), k=int(k), aux_number=int(aux_number), template=template, generator=generator,
-                  purification=purification, instruction_filter=bool(instr), consistency_filter=bool(consist),
-                  eval_queries=int(eval_queries))
-    job = JobRun(METHOD_ID, "craft", params)
+    images = list(zip(_paths([res["artifacts"][n] for n in ("origin", "poison", "perturbation")]),
+                      ["query image i₀", f"poison image i_p ({res['variant']})",
+                       f"perturbation ×{127.5 / max(res['epsilon'], 1):.0f}"]))
+    return images, cosine_trace(res), _gallery(res, "before"), _gallery(res, "after")
+
+
+def run_craft(dataset, query_index, image, question, target, variant, epsilon, steps, k, aux_number, template,
+              generator, purification, instr, consist, eval_queries, progress=gr.Progress()):
+    job = JobRun(METHOD_ID, "craft", craft_params(dataset, query_index, image, question, target, variant, epsilon,
+                                                  steps, k, aux_number, template, generator, purification, instr,
+                                                  consist, eval_queries))
     yield job.id, gr.skip(), gr.skip(), gr.skip(), gr.skip(), f"Job {job.id[:8]} queued…"
     res = job.wait(progress)
-    images = list(zip(_paths([res["artifacts"][n] for n in ("origin", "poison", "perturbation")]),
-                      ["query image i₀", f"poison image i_p ({res['variant']})", f"perturbation ×{127.5 / max(res['epsilon'], 1):.0f}"]))
-    yield job.id, images, cosine_trace(res), _gallery(res, "before"), _gallery(res, "after"), summary(res)
+    yield job.id, *render_craft(res), summary(res)
 
 
 def run_benchmark(dataset, variants, classes, eval_number, epsilon, steps, k, aux_number, template, generator,
@@ -121,6 +150,7 @@ def build() -> None:
     from engines.poisonedeye.plots import TABLE_HEADERS
 
     gr.Markdown(INTRO)
+    d = defaults()
     with gr.Accordion("How the system and the attack work", open=False):
         gr.Markdown(DETAILS)
     job_id = gr.State(None)
@@ -136,16 +166,16 @@ def build() -> None:
             target = gr.Textbox(TARGET_ANSWER, max_length=60, label="Attacker's target answer A*")
             variant = gr.Radio(VARIANT_CHOICES, value="pe_s", label="Variant", elem_id="poisonedeye_variant")
             epsilon = gr.Slider(1, MAX_EPSILON, value=8, step=1, label="ε: L∞ budget in 8-bit levels (paper: 8/255)")
-            steps = gr.Slider(0, 300, value=100, step=10, label="Sign-gradient steps (paper: 100)")
+            steps = gr.Slider(0, 300, value=d["steps"], step=10, label="Sign-gradient steps (paper: 100)")
             with gr.Accordion("Retriever, generator and defences", open=False):
                 k = gr.Slider(1, 10, value=3, step=1, label="Retrieved pairs k (paper: 3)")
                 aux_number = gr.Slider(2, 200, value=60, step=1, label="PE-C: auxiliary images searched (paper: 60)")
                 template = gr.Radio(TEMPLATE_CHOICES, value="paper", label="Injection text t_p")
-                generator = gr.Radio(GENERATOR_CHOICES, value="smollm2", label="Generator")
+                generator = gr.Radio(GENERATOR_CHOICES, value=d["generator"], label="Generator")
                 purification = gr.Dropdown(PURIFICATION_CHOICES, value="none", label="Defence: purify KB images at ingestion")
                 instr = gr.Checkbox(False, label="Defence: instruction filter on KB texts")
                 consist = gr.Checkbox(False, label="Defence: image-text consistency filter")
-                eval_queries = gr.Slider(0, 30, value=10, step=1, label="Also test the poison on this many same-class queries")
+                eval_queries = gr.Slider(0, 30, value=d["eval_queries"], step=1, label="Also test the poison on this many same-class queries")
             with gr.Row():
                 run = gr.Button("Craft & inject poison", variant="primary", elem_id="poisonedeye_run")
                 stop = gr.Button("Stop", variant="stop")
@@ -177,6 +207,10 @@ def build() -> None:
     ev = run.click(run_craft, [dataset, query_index, image, question, target, variant, epsilon, steps, k, aux_number,
                                template, generator, purification, instr, consist, eval_queries],
                    [job_id, images, trace, before, after, status], api_name="poisonedeye_craft")
+    worked_example.on_load(METHOD_ID, "craft", example(), render_craft, [images, trace, before, after], status,
+                           done=lambda r: "**Worked example** (the first attack below; press **Craft & inject poison** "
+                                          "to run your own).  \n" + summary(r),
+                           missing=lambda: worked_example.missing_zoo("clip"), cancel_on=[run.click])
     ev2 = bench.click(run_benchmark, [dataset, variants, classes, eval_number, epsilon, steps, k, aux_number, template,
                                       generator, retrieval_only, purification, instr, consist],
                       [job_id, table, bars, bench_status], api_name="poisonedeye_benchmark")

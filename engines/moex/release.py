@@ -130,21 +130,21 @@ def build() -> None:
                                 if k in m["eval"]}), flush=True)
 
 
-EXAMPLE = Path(__file__).resolve().parent / "example.json"
+def missing_tab_models() -> str | None:
+    """Why the tab's models cannot be had without training (page loads never train), or None when each of
+    them is in this profile's cache or in the model release."""
+    from engines.common import release
 
-
-def build_example() -> dict:
-    """The tab's worked example (position 6 of random game #0), computed with the shipped models."""
-    from .experiment import explore
-
-    res = explore({"game": "synthetic:0", "position": 6, "top_n": 5})
-    EXAMPLE.write_text(json.dumps(res, indent=0))
-    return res
+    keys = {v: default_train_config(v, 0).key() for v in TAB_VARIANTS}
+    keys["sae"] = sae_key(keys["dense_gelu"])
+    miss = [v for v, key in keys.items() if release.manifest(T.RELEASE_KIND, key) is None
+            and not (T.moex_dir() / "models" / f"{key}.safetensors").exists()]
+    if not miss:
+        return None
+    return (f"the tab's models of this profile ({', '.join(miss)}) are neither trained nor in the release, and page "
+            f"loads never train. Restore the release with `git checkout -- release/moex` (default profile), or "
+            f"Train them once: press **Show position** (a background job), then reload the page.")
 
 
 if __name__ == "__main__":
-    import sys
-
-    if "--example-only" not in sys.argv:
-        build()
-    build_example()
+    build()

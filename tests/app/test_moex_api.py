@@ -38,3 +38,30 @@ def test_bad_input(client):
         client.predict("synthetic:0", "1.e4 e5", 30, MODELS, 4, api_name="/moex_explore")
     # the app keeps serving after bad input
     assert client.predict("synthetic:2", "", 2, ["moex"], 2, api_name="/moex_explore")[3]
+
+
+def test_worked_example_is_the_first_position_computed_with_the_tab_models(client):
+    from app import worked_example as we
+    from app.tabs import moex as tab
+
+    client.predict("synthetic:1", "", 1, ["moex"], 1, api_name="/moex_explore")  # the micro models exist now
+    assert tab.missing_models() is None
+    res = we.fetch("moex", "explore", tab.EXAMPLE)
+    board, moves, units = tab.render_explore(res)
+    assert res["position"] == tab.EXAMPLE["position"] == 6 and "<svg" in board and "**1. " in moves
+    assert "MoE-X" in {r[0] for r in units} <= {"Dense GELU", "TopK MoE", "MoE-X", "SAE on dense"}
+    assert we.cached("moex", "explore", tab.EXAMPLE) == res
+
+
+def test_worked_example_without_models_says_how_to_get_them(tmp_path, monkeypatch):
+    from app.tabs import moex as tab
+    from engines.common.settings import reset_settings
+
+    monkeypatch.setenv("PAPERLAB_DATA_DIR", str(tmp_path))
+    reset_settings()
+    try:
+        why = tab.missing_models()
+    finally:
+        monkeypatch.undo()
+        reset_settings()
+    assert why and "dense_gelu, topk_gelu, moex, sae" in why and "Train" in why and "never train" in why

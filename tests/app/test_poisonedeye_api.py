@@ -50,3 +50,21 @@ def test_bad_input_is_named(client, tmp_path):
                        api_name="/poisonedeye_benchmark")
     # the app keeps serving after bad input
     assert "restored bit for bit" in client.predict(*CRAFT, api_name="/poisonedeye_craft")[-1]
+
+
+def test_worked_example_is_the_first_attack_with_the_tab_defaults(client):
+    from pathlib import Path
+
+    from app import worked_example as we
+    from app.tabs import poisonedeye as tab
+
+    ex = tab.example()
+    assert (ex["dataset"], ex["query_index"], ex["variant"], ex["epsilon"]) == ("digits", 3, "pe_s", 8.0)
+    assert ex["generator"] == "rule" and ex["steps"] == 20  # the test profile's cheap defaults
+    client.predict(*CRAFT, api_name="/poisonedeye_craft")  # builds the micro CLIP if no earlier test did
+    assert we.missing_zoo("clip") is None
+    res = we.fetch("poisonedeye", "craft", ex)
+    images, trace, before, after = tab.render_craft(res)
+    assert len(images) == 3 and all(Path(p).is_file() for p, _ in images)
+    assert len(before) == 3 and len(after) == 3 and trace.axes
+    assert res["removed_exact"] and "restored bit for bit: **True**" in tab.summary(res)

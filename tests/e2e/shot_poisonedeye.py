@@ -33,7 +33,8 @@ def main() -> int:
             page.set_default_timeout(900_000)
             open_tab(page, f"http://127.0.0.1:{s.port}/", "Knowledge poisoning of multimodal RAG (PoisonedEye)")
             page.locator("#poisonedeye_run").click()
-            page.locator("#poisonedeye_status").get_by_text("index restored bit for bit").wait_for()
+            status = page.locator("#poisonedeye_status")  # this run's summary, not the worked example's
+            status.filter(has_text="index restored bit for bit").filter(has_not_text="Worked example").wait_for()
             page.wait_for_timeout(1500)
             print(screenshot(page, "poisonedeye"))
             browser.close()

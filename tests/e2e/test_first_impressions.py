@@ -34,13 +34,15 @@ EXPECT = {
     "slug": ["#slug_scatter img", "#slug_bars img", "#slug_table"],
     "saeuron": ["#saeuron_grid img", "#saeuron_judges img"],
     "object_audio": ["#object_audio_overlay img", "#object_audio_audio audio"],
+    "moex": ["#moex_moves", "#moex_units"],
+    "poisonedeye": ["#poisonedeye_images img", "#poisonedeye_trace img", "#poisonedeye_after img"],
 }
 # tabs whose example needs trained models: the test profile's micro models are never released, so unless an
 # earlier test of the session built them the tab must say so (a banner naming the command), not stay empty
-MODEL_TABS = {"pde_staggered", "slug", "saeuron", "object_audio"}
+MODEL_TABS = {"pde_staggered", "slug", "saeuron", "object_audio", "moex", "poisonedeye"}
 BANNER = "The worked example is not available"
 # tabs added after issue 28 whose owners have not added a worked example yet: only layout and console are checked
-NO_EXAMPLE_YET = {"poisonedeye", "moex"}
+NO_EXAMPLE_YET: set[str] = set()
 # tabs whose example is read from the release at start-up (no status line to wait for)
 RELEASED_EXAMPLE = {"l2d", "rose", "syncmind"}
 # headless Chromium without a GPU; Gradio's optional fonts and analytics

@@ -17,7 +17,9 @@ def test_poisonedeye_tab(live_app, browser_page):
     page.get_by_label("rule-based reader (deterministic stand-in, NOT a language model)").check()
     page.locator("#poisonedeye_run").click()
     status = page.locator("#poisonedeye_status")
-    status.get_by_text("index restored bit for bit").wait_for(timeout=180_000)
+    # this run's summary, not the worked example's (which says so and may be on screen already)
+    status.filter(has_text="index restored bit for bit").filter(has_not_text="Worked example").wait_for(
+        timeout=180_000)
     text = status.inner_text()
     assert "Poison rank for the target query" in text and "restored bit for bit: True" in text
     assert page.locator("#poisonedeye_images img").count() == 3
