@@ -63,15 +63,38 @@ def cache_path(method_id: str, entry: str, params: dict[str, Any]) -> Path:
 
 
 def cached(method_id: str, entry: str, params: dict[str, Any]) -> dict | None:
-    """The cached result, or None when this example was not computed with this code yet."""
+    """The cached result, or None when this example was not computed with this code yet, or when the job
+    artifacts it shows (images, sounds) were removed since (housekeeping deletes old job folders)."""
     p = cache_path(method_id, entry, params)
     try:
-        return json.loads(p.read_text(encoding="utf-8"))
+        res = json.loads(p.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
+    if not _artifacts_present(p):
+        p.unlink(missing_ok=True)
+        _job_file(p).unlink(missing_ok=True)
+        return None
+    return res
+
+
+def _job_file(path: Path) -> Path:
+    """Beside a cached result: the id of the job whose artifact folder the result refers to (if it has one)."""
+    return path.with_suffix(".job")
+
+
+def _artifacts_present(path: Path) -> bool:
+    from engines.common.settings import get_settings
+
+    try:
+        job_id = _job_file(path).read_text(encoding="utf-8").strip()
+    except OSError:
+        return True  # the job wrote no artifacts
+    return bool(job_id) and (get_settings().artifacts_dir / job_id).is_dir()
 
 
 def _compute(method_id: str, entry: str, params: dict[str, Any], path: Path) -> dict:
+    from engines.common.settings import get_settings
+
     from .jobs import get_backend
 
     backend = get_backend()
@@ -86,6 +109,11 @@ def _compute(method_id: str, entry: str, params: dict[str, Any], path: Path) -> 
                 path.parent.mkdir(parents=True, exist_ok=True)
                 tmp = path.with_suffix(f".{os.getpid()}.tmp")
                 tmp.write_text(json.dumps(res, default=_jsonable), encoding="utf-8")
+                job_file = _job_file(path)
+                if (get_settings().artifacts_dir / job_id).is_dir():
+                    job_file.write_text(job_id, encoding="utf-8")
+                else:
+                    job_file.unlink(missing_ok=True)
                 os.replace(tmp, path)
                 _drop_stale(path)
                 return json.loads(path.read_text(encoding="utf-8"))
@@ -103,6 +131,7 @@ def _drop_stale(path: Path) -> None:
     for old in path.parent.glob(f"{entry}-*-{key}.json"):
         if old != path:
             old.unlink(missing_ok=True)
+            _job_file(old).unlink(missing_ok=True)
 
 
 def _timeout() -> float | None:

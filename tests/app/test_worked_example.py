@@ -73,3 +73,23 @@ def test_missing_zoo_model_names_the_command(backend):
     why = we.missing_zoo("clip")  # the test profile's micro CLIP is never shipped; this data dir is empty
     assert why is not None and "make models" in why and "zoo/clip" in why
     assert we.banner(why).startswith("⚠️ **The worked example is not available:**")
+
+
+def test_example_whose_artifacts_were_swept_is_computed_again(backend):
+    res = we.fetch("kl_bandits", "regret_curves", PARAMS)
+    path = we.cache_path("kl_bandits", "regret_curves", PARAMS)
+    # as if the example's job had saved images: its artifact folder exists, the cache names the job
+    job_dir = get_settings().artifacts_dir / "examplejob1"
+    job_dir.mkdir(parents=True)
+    (job_dir / "plot.png").write_bytes(b"png")
+    we._job_file(path).write_text("examplejob1")
+    assert we.cached("kl_bandits", "regret_curves", PARAMS) == res
+    # housekeeping removed the job's folder: the cached result would show missing images, so it is dropped
+    from app.housekeeping import sweep_artifacts
+
+    sweep_artifacts(get_settings().artifacts_dir, max_age_s=-1, max_bytes=1e12)
+    assert not job_dir.exists()
+    assert we.cached("kl_bandits", "regret_curves", PARAMS) is None
+    assert not path.exists() and not we._job_file(path).exists()
+    again = we.fetch("kl_bandits", "regret_curves", PARAMS)
+    assert again["curves"] == res["curves"] and len(backend.submitted) == 2
