@@ -7,7 +7,7 @@ import pytest
 
 from engines.common.settings import get_settings
 
-pytestmark = pytest.mark.fault  # trains a micro model twice: make faults
+# test_corrupt_weights_are_rebuilt trains a micro model twice: make faults; the others stub the build
 
 
 @pytest.fixture
@@ -18,6 +18,7 @@ def zoo_here(tmp_path, monkeypatch):
     return zoo
 
 
+@pytest.mark.fault
 def test_corrupt_weights_are_rebuilt(zoo_here, caplog):
     zoo = zoo_here
     zoo.load("judge_style")  # micro model: trained in seconds
@@ -48,3 +49,25 @@ def test_unreadable_after_rebuild_is_a_clear_error(zoo_here, monkeypatch, tmp_pa
     with pytest.raises(RuntimeError, match="cannot be read even after rebuilding"):
         zoo.load("judge_style")
     assert built == ["judge_style", "judge_style"]  # built (cached), then rebuilt once
+
+
+@pytest.mark.parametrize("error", [RuntimeError("cannot schedule new futures after interpreter shutdown"),
+                                   MemoryError()])
+def test_a_failure_that_is_not_damage_keeps_the_files(zoo_here, monkeypatch, tmp_path, error):
+    import importlib
+
+    from engines.common.zoo import store
+
+    zoo = zoo_here
+    mod = importlib.import_module("engines.common.zoo.judges")
+    model = tmp_path / "m"
+    model.mkdir()
+    monkeypatch.setattr(store, "build", lambda name, cfg, ctx=None: model)
+
+    def failing(*_a, **_k):
+        raise error
+
+    monkeypatch.setattr(mod, "load", failing)
+    with pytest.raises(type(error)):
+        zoo.load("judge_style")
+    assert model.is_dir()  # nothing deleted: the files were never the problem

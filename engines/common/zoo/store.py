@@ -7,6 +7,7 @@ import json
 import logging
 import os
 import shutil
+import sys
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -148,6 +149,14 @@ def _code_version() -> str:
 _SHARED: dict[tuple, Any] = {}
 
 
+def _may_be_damage(e: BaseException) -> bool:
+    """False for failures that say nothing about the files (the process is shutting down, out of memory):
+    deleting a good model folder then would break every other process that shares the data directory."""
+    if sys.is_finalizing() or isinstance(e, MemoryError):
+        return False
+    return not (isinstance(e, RuntimeError) and "shutdown" in str(e))
+
+
 def _load_cached(name: str, cfg: ZooConfig, ctx: Any, mod: Any, device: str) -> Any:
     """Load the cached model; an unreadable cache (a corrupt or truncated file) is deleted and built again once
     (reinstalled from the release when it ships, retrained otherwise); a second failure is a clear error."""
@@ -155,6 +164,8 @@ def _load_cached(name: str, cfg: ZooConfig, ctx: Any, mod: Any, device: str) -> 
     try:
         return mod.load(d, cfg, device)
     except Exception as e:  # a damaged file: safetensors header, truncated tensor, bad JSON, missing file …
+        if not _may_be_damage(e):
+            raise
         log.warning("zoo model %s: the cached files in %s cannot be read (%s: %s); rebuilding them", name, d,
                     type(e).__name__, str(e)[:200])
         first = e
