@@ -245,6 +245,22 @@ METHODS: list[MethodSpec] = [
         paper=Paper("Enhancing Foundation Models with Federated Domain Knowledge Infusion", "Jiaqi Wang et al.", code_url="https://github.com/JackqqWang/fedag"),
         summary="Clients hold data from different visual domains that cannot leave their silos. FedAG trains per-domain adapters on a frozen foundation model by distillation and routes each test image to the right adapters with attention.",
         try_it="Run a small federation of digit domains, hold one out, and compare FedAG with zero-shot and FedAvg baselines.",
+        status="available",
+        entries={
+            "federate": Entry("engines.fedag.experiment:federate", "engines.fedag.params:FederationParams"),
+        },
+        claims=(
+            Claim("Gate sums to 1 over features, α to 1 over adapters; the regulariser is 0 iff the own-domain α is maximal",
+                  _repro("fedag")),
+            Claim("Quality scores separate corrupted synthetic samples: AUROC ≥ 0.8", _repro("fedag")),
+            Claim("Leave-one-domain-out (4 folds): FedAG out-of-domain > FedCLIP > zero-shot, margins ≥ 2 points",
+                  _repro("fedag")),
+            Claim("In-domain one2one of FedAG ≥ FedCLIP − 1 point", _repro("fedag")),
+            Claim("Ablations: λ = 0 and q ≡ 1 each lower mean one2all accuracy", _repro("fedag")),
+            Claim("Attention regulariser: the own-domain adapter has the largest α for ≥ 70% of in-domain test images",
+                  _repro("fedag")),
+            Claim("Privacy contract: only weights, scores and metrics leave a client", _repro("fedag")),
+        ),
     ),
     MethodSpec(
         id="emloc",

@@ -25,7 +25,7 @@ API_NAMES: dict[str, set[str]] = {
 
     "poisonedeye": {"poisonedeye_craft", "poisonedeye_benchmark", "poisonedeye_stop"},
 
-    "fedag": set(),
+    "fedag": {"fedag_preview", "fedag_run", "fedag_attention", "fedag_stop"},
 
     "emloc": set(),
 

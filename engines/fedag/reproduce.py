@@ -1,0 +1,197 @@
+"""``make reproduce METHOD=fedag``: spec §8 acceptance checks on the tiny digit domains; rewrites docs/results/fedag.md.
+
+Protocol: leave-one-domain-out over the four benchmark domains (tint, rotate, noise, blur), 3 seeds. The one
+tuned setting, the server/adapter Adam step (FedAG and FedCLIP each, from {1e-3, 3e-3}), is chosen on the
+server's validation split (mean of in-domain and held-out-domain validation accuracy, seed 0); every figure in
+the table is on the test split.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from engines.common.results import Report
+
+SEEDS = (0, 1, 2)
+LRS = (1e-3, 3e-3)
+METHODS = ("fedag", "lam0", "q1", "fedclip", "fedavg", "zeroshot")
+
+
+def _unit_checks() -> dict:
+    import torch
+
+    from . import algorithm as alg
+    from .model import GateAdapter, ServerModel
+
+    torch.manual_seed(0)
+    gate = GateAdapter(64)(torch.randn(32, 64))
+    srv = ServerModel(torch.randn(10, 64), 4)
+    with torch.no_grad():
+        srv.scorer[0].weight.normal_(0, 0.05)
+        _, a, _ = srv.combined(torch.randn(256, 64))
+    reg_ok = True
+    for own in range(4):
+        r = (a - a[own]).max(0).values
+        reg_ok &= bool(((r == 0) == (a[own] == a.max(0).values)).all())
+        reg_ok &= float(alg.attention_regulariser(a, own)) >= 0
+    return {"gate": float((gate.detach().sum(1) - 1).abs().max()), "alpha": float((a.sum(0) - 1).abs().max()),
+            "reg": reg_ok}
+
+
+def _privacy_check(setup) -> bool:
+    from .federation import Channel, ClientUpdate, PrivacyViolation
+
+    c = setup.clients[0]
+    try:
+        Channel().upload(c, ClientUpdate(c.cid, 0, {"leak": c._x[0].reshape(-1).copy()}))
+    except PrivacyViolation:
+        return True
+    return False
+
+
+def run_fold(held_out: str, seed: int, lr_fedag: float, lr_fedclip: float, methods=METHODS, clip=None,
+             data=None) -> dict:
+    from . import drivers as dr
+    from .federation import build_setup
+    from .params import BENCHMARK_DOMAINS, FederationParams
+
+    import os
+
+    # PAPERLAB_FEDAG_ROUNDS: a smoke run of this script with fewer rounds (the page states the rounds it used)
+    p = FederationParams(domains=BENCHMARK_DOMAINS, held_out=held_out, seed=seed, lr=lr_fedag,
+                         rounds=int(os.environ.get("PAPERLAB_FEDAG_ROUNDS", 10)))
+    s = build_setup(p, clip=clip, data=data)
+    out = {}
+    if "fedag" in methods:
+        r = dr.run_fedag(s)
+        out["fedag"] = {"history": r["history"], "uploads": len(r["channel"]),
+                        "expected_uploads": len(s.clients) * p.rounds}
+        out["privacy_planted_leak_caught"] = _privacy_check(s)
+    if "lam0" in methods:
+        out["lam0"] = {"history": dr.run_fedag(s, lam=0.0)["history"]}
+    if "q1" in methods:
+        out["q1"] = {"history": dr.run_fedag(s, quality=False)["history"]}
+    if "fedclip" in methods:
+        s.params = p.model_copy(update={"lr": lr_fedclip})
+        out["fedclip"] = {"history": dr.run_fedclip(s)["history"]}
+        s.params = p
+    if "fedavg" in methods:
+        out["fedavg"] = {"history": dr.run_fedavg(s)["history"]}
+    if "zeroshot" in methods:
+        out["zeroshot"] = {"history": dr.run_zeroshot(s)["history"]}
+    return out
+
+
+def _last(runs: list[dict], m: str, key: str) -> float:
+    return float(np.mean([r[m]["history"][-1][key] for r in runs]))
+
+
+def main():
+    import torch
+
+    from engines.common import zoo
+    from engines.common.figures import subplots
+
+    from .domains import real_domains
+    from .params import BENCHMARK_DOMAINS, DOMAIN_LABELS, METHOD_LABELS
+
+    torch.set_num_threads(2)
+    rep = Report("fedag", "FedAG: federated domain-knowledge infusion")
+    t0 = time.perf_counter()
+    clip = zoo.load("clip", shared=True)
+    data = real_domains(list(BENCHMARK_DOMAINS), 350, 0)
+
+    u = _unit_checks()
+    rep.claim("Check 1: gate sums to 1 over features, α to 1 over adapters; regulariser = 0 iff own-domain α is maximal",
+              "exact", f"max |Σgate − 1| = {u['gate']:.1e}, max |Σα − 1| = {u['alpha']:.1e}, iff holds: {u['reg']}",
+              u["gate"] < 1e-5 and u["alpha"] < 1e-5 and u["reg"])
+
+    # tuning on the validation split (seed 0, all folds)
+    val = {}
+    for lr in LRS:
+        runs = [run_fold(h, 0, lr, lr, ("fedag", "fedclip"), clip, data) for h in BENCHMARK_DOMAINS]
+        for m in ("fedag", "fedclip"):
+            val[(m, lr)] = float(np.mean([(r[m]["history"][-1]["val_in"] + r[m]["history"][-1]["val_ood"]) / 2
+                                          for r in runs]))
+        print(f"validation lr={lr}: " + ", ".join(f"{m} {val[(m, lr)]:.3f}" for m in ("fedag", "fedclip")), flush=True)
+    lr_fedag = max(LRS, key=lambda lr: val[("fedag", lr)])
+    lr_fedclip = max(LRS, key=lambda lr: val[("fedclip", lr)])
+
+    folds: dict[str, list[dict]] = {h: [] for h in BENCHMARK_DOMAINS}
+    for seed in SEEDS:
+        for h in BENCHMARK_DOMAINS:
+            folds[h].append(run_fold(h, seed, lr_fedag, lr_fedclip, METHODS, clip, data))
+            print(f"fold {h} seed {seed} done ({time.perf_counter() - t0:.0f} s)", flush=True)
+    runs = [r for rs in folds.values() for r in rs]
+
+    ood = {m: _last(runs, m, "ood") for m in METHODS}
+    ind = {m: _last(runs, m, "in") for m in METHODS}
+    one2all = {m: (ood[m] + ind[m]) / 2 for m in ("fedag", "lam0", "q1")}
+    auroc = float(np.mean([r["fedag"]["history"][-1]["q_auroc"] for r in runs]))
+    rep.claim("Check 2: quality scores separate the 20% corrupted synthetic samples (AUROC, last round)",
+              "AUROC ≥ 0.8", f"{auroc:.3f} (mean of {len(runs)} runs)", auroc >= 0.8)
+    m1, m2 = ood["fedag"] - ood["fedclip"], ood["fedclip"] - ood["zeroshot"]
+    rep.claim("Check 3 (C1): out-of-domain one2all, mean of 4 held-out folds × 3 seeds: FedAG > FedCLIP > zero-shot "
+              "by ≥ 2 points each", "FedAG > FedCLIP > zero-shot (paper: on all three datasets)",
+              f"FedAG {ood['fedag']:.1%}, FedCLIP {ood['fedclip']:.1%}, zero-shot {ood['zeroshot']:.1%} "
+              f"(margins {100 * m1:+.1f}, {100 * m2:+.1f} points)", m1 >= 0.02 and m2 >= 0.02)
+    o2o = _last(runs, "fedag", "in_one2one")
+    rep.claim("C2: in-domain one2one accuracy of FedAG ≥ FedCLIP − 1 point", "FedAG ≥ FedCLIP",
+              f"FedAG one2one {o2o:.1%} vs FedCLIP {ind['fedclip']:.1%} (FedAG one2all {ind['fedag']:.1%})",
+              o2o >= ind["fedclip"] - 0.01)
+    rep.claim("Check 4 (C3): ablations λ = 0 and q ≡ 1 each lower mean one2all accuracy (in- and out-of-domain "
+              "averaged, 12 runs)", "both lower (paper's λ = 0 ablation)",
+              f"FedAG {one2all['fedag']:.1%}, λ = 0 {one2all['lam0']:.1%}, q ≡ 1 {one2all['q1']:.1%}",
+              one2all["lam0"] < one2all["fedag"] and one2all["q1"] < one2all["fedag"])
+    own = _last(runs, "fedag", "own_max")
+    own0 = _last(runs, "lam0", "own_max")
+    rep.claim("C4: the own-domain adapter gets the largest α for ≥ 70% of in-domain test images", "≥ 70%",
+              f"{own:.1%} (λ = 0: {own0:.1%})", own >= 0.7)
+    up_ok = all(r["fedag"]["uploads"] == r["fedag"]["expected_uploads"] for r in runs)
+    leak_ok = all(r["privacy_planted_leak_caught"] for r in runs)
+    rep.claim("Check 5: privacy contract: every client payload passed the boundary check (weights, q, scalar metrics "
+              "only) and a planted raw image is refused", "no raw client image reaches the server",
+              f"{sum(r['fedag']['uploads'] for r in runs)} uploads checked, planted leak refused in "
+              f"{sum(r['privacy_planted_leak_caught'] for r in runs)}/{len(runs)} runs", up_ok and leak_ok)
+    rep.reported("FedAvg of the client CNNs (FedViT analogue), same silos and local budget",
+                 "below FedAG in the paper", f"in-domain {ind['fedavg']:.1%}, out-of-domain {ood['fedavg']:.1%}")
+    rep.reported("Tuned on validation: Adam step of adapters/attention/KD", "1e-4 (code)",
+                 f"FedAG {lr_fedag:g} (val {val[('fedag', lr_fedag)]:.1%}), FedCLIP {lr_fedclip:g} "
+                 f"(val {val[('fedclip', lr_fedclip)]:.1%})")
+    rep.reported("Check 6: Flower run_simulation vs in-process driver", "within 1 point",
+                 "not run: installing flwr 1.42 downgrades FastAPI 0.165 → 0.138 below Gradio 6's need")
+    rep.reported("Check 7: paper-scale smoke (CLIP ViT-B/32, timm ViT-tiny, SD 2.1)", "skipped offline",
+                 "not implemented in this session")
+
+    rows = ["| held-out domain | FedAG | λ = 0 | q ≡ 1 | FedCLIP | FedAvg | zero-shot |", "|---|---|---|---|---|---|---|"]
+    for h, rs in folds.items():
+        rows.append(f"| {DOMAIN_LABELS[h]} | " + " | ".join(f"{_last(rs, m, 'ood'):.1%}" for m in METHODS) + " |")
+    rows.append("| **in-domain (one2all), all folds** | " + " | ".join(f"{ind[m]:.1%}" for m in METHODS) + " |")
+    rep.section("## Out-of-domain accuracy per held-out fold (test split, mean of 3 seeds)\n\n" + "\n".join(rows))
+
+    fig, axes = subplots(1, 2, figsize=(9, 3.2), layout="constrained")
+    colours = {"fedag": "tab:red", "lam0": "salmon", "q1": "orange", "fedclip": "tab:blue", "fedavg": "tab:green",
+               "zeroshot": "grey"}
+    labels = {**METHOD_LABELS, "lam0": "FedAG λ = 0", "q1": "FedAG q ≡ 1"}
+    for m in METHODS:
+        for ax, key in zip(axes, ("in", "ood")):
+            hs = [r[m]["history"] for r in runs]
+            if len(hs[0]) == 1:
+                ax.axhline(np.mean([h[0][key] for h in hs]), color=colours[m], ls=":", label=labels[m])
+            else:
+                n = min(len(h) for h in hs)
+                ax.plot([h["round"] for h in hs[0][:n]], np.mean([[x[key] for x in h[:n]] for h in hs], 0),
+                        color=colours[m], marker=".", label=labels[m])
+    axes[0].set_title("in-domain test accuracy (mean of 12 runs)")
+    axes[1].set_title("held-out domain test accuracy")
+    for ax in axes:
+        ax.set_xlabel("communication round")
+        ax.grid(alpha=0.3)
+    axes[1].legend(fontsize=7)
+    rep.figure(fig, "curves", "Per-round accuracy, FedAG (λ = 0.1, quality-weighted), its ablations and the baselines")
+    return rep.write()
+
+
+if __name__ == "__main__":
+    main()
