@@ -132,7 +132,7 @@ def build() -> None:
                                        elem_id="fedag_domains")
             held_out = gr.Radio(DOMAIN_CHOICES, value="blur", label="Held-out domain (no client holds it)",
                                 elem_id="fedag_held_out")
-            rounds = gr.Slider(1, 30, value=10, step=1, label="Communication rounds (paper: 10)")
+            rounds = gr.Slider(1, 30, value=10, step=1, label="Communication rounds (paper: 10)", elem_id="fedag_rounds")
             lam = gr.Slider(0, 2, value=0.1, step=0.05, label="λ: attention regulariser (paper: 0.1; 0 = ablation)")
             momentum = gr.Slider(0, 1, value=0.9, step=0.05, label="m: momentum merge, weight of the local model (paper: 0.9)")
             with gr.Accordion("More settings", open=False):

@@ -12,8 +12,8 @@ from pydantic import Field, field_validator, model_validator
 from engines.common.params import FiniteFloat, Params
 
 Domain = Literal["tint", "rotate", "noise", "blur", "invert"]
-DOMAIN_LABELS = {"tint": "colour-tinted", "rotate": "rotated 30-60°", "noise": "Gaussian noise σ=0.3",
-                 "blur": "blurred σ=1.2", "invert": "inverted sketch"}
+DOMAIN_LABELS = {"tint": "colour-tinted", "rotate": "rotated 15-35°", "noise": "Gaussian noise σ=0.3",
+                 "blur": "blurred σ=2.5", "invert": "inverted"}
 #: the four domains of the leave-one-domain-out benchmark (spec §4: "over 4 of them, Office-Home-like")
 BENCHMARK_DOMAINS = ("tint", "rotate", "noise", "blur")
 Generator = Literal["pool", "glyph"]

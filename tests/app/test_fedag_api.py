@@ -22,8 +22,11 @@ def test_preview_run_and_attention(client):
     assert [r[0] for r in table["data"]] == ["FedAG", "zero-shot CLIP"]
     assert plot["plot"].startswith("data:image") and qplot["plot"].startswith("data:image")
     assert "raw images sent: 0" in status and len(samples) == 12
-    with pytest.raises(Exception, match="Run a federation first"):  # the result lives in the session's state
-        client.predict("blur", 0, api_name="/fedag_attention")
+    image, bars, text = client.predict("blur", 0, api_name="/fedag_attention")  # the session keeps the result
+    assert image and bars["plot"].startswith("data:image") and "held-out domain" in text and "α:" in text
+    fresh = Client(client.src, verbose=False)  # a new session has no federation yet
+    with pytest.raises(Exception, match="Run a federation first"):
+        fresh.predict("blur", 0, api_name="/fedag_attention")
 
 
 def test_bad_input_is_named(client):
