@@ -8,6 +8,7 @@ import gradio as gr
 
 from engines.fedag.params import BENCHMARK_DOMAINS, DOMAIN_LABELS, METHOD_LABELS
 
+from .. import worked_example
 from ..bridge import JobRun, cancel_job
 
 METHOD_ID = "fedag"
@@ -33,6 +34,12 @@ DETAILS = (
     "each client merges θ ← m·θ_local + (1−m)·θ_distilled. Synthetic data: deformed digits from the public pool "
     "no silo holds, with 20% deliberately wrong samples. Measured claims: docs/results/fedag.md."
 )
+
+
+#: the worked example: the tab's defaults (4 domains, blur held out, 10 rounds, λ 0.1, m 0.9, all baselines)
+EXAMPLE = dict(domains=list(BENCHMARK_DOMAINS), held_out="blur", clients_per_domain=1, rounds=10, lam=0.1,
+               momentum=0.9, kd_alpha=0.5, quality=True, corruption=0.2, baselines=["fedclip", "fedavg", "zeroshot"],
+               seed=0)
 
 
 def _path(ref: str) -> str:
@@ -71,7 +78,6 @@ def preview(domains):
 def run_federation(domains, held_out, clients, rounds, lam, momentum, kd_alpha, quality, corruption, baselines,
                    seed, progress=gr.Progress()):
     from engines.common.figures import subplots
-    from engines.fedag.plots import curves, quality_hist, table_rows
 
     params = dict(domains=list(domains or []), held_out=held_out, clients_per_domain=int(clients),
                   rounds=int(rounds), lam=float(lam), momentum=float(momentum), kd_alpha=float(kd_alpha),
@@ -91,15 +97,25 @@ def run_federation(domains, held_out, clients, rounds, lam, momentum, kd_alpha, 
             ax.legend(fontsize=7)
             yield job.id, None, fig, gr.skip(), gr.skip(), gr.skip(), ev.message
     res = job.result
+    yield job.id, *render(res), summary(res)
+
+
+def summary(res: dict) -> str:
     fed = res["table"][0]
     others = ", ".join(f"{r['method']} {r['ood']:.1%}" for r in res["table"][1:])
-    msg = (f"Held out **{DOMAIN_LABELS[res['held_out']]}**: FedAG out-of-domain **{fed['ood']:.1%}**"
-           + (f" ({others})" if others else "") + f"; in-domain {fed['in']:.1%} (one2one {fed['in_one2one']:.1%}). "
-           f"Quality AUROC clean vs corrupted {res['quality']['auroc']:.2f}. Privacy: {res['privacy']['uploads']} "
-           f"uploads of weights + scores checked, raw images sent: {res['privacy']['raw_images']}. "
-           f"{res['elapsed_s']:.0f} s.")
+    return (f"Held out **{DOMAIN_LABELS[res['held_out']]}**: FedAG out-of-domain **{fed['ood']:.1%}**"
+            + (f" ({others})" if others else "") + f"; in-domain {fed['in']:.1%} (one2one {fed['in_one2one']:.1%}). "
+            f"Quality AUROC clean vs corrupted {res['quality']['auroc']:.2f}. Privacy: {res['privacy']['uploads']} "
+            f"uploads of weights + scores checked, raw images sent: {res['privacy']['raw_images']}. "
+            f"{res['elapsed_s']:.0f} s.")
+
+
+def render(res: dict) -> tuple:
+    """The federation's result state, per-round curves, table, quality histogram and synthetic samples."""
+    from engines.fedag.plots import curves, quality_hist, table_rows
+
     gallery = [(_path(g["image"]), g["caption"]) for g in res["synthetic"]]
-    yield job.id, res, curves(res), table_rows(res), quality_hist(res), gallery, msg
+    return res, curves(res), table_rows(res), quality_hist(res), gallery
 
 
 def attention(res, domain, index):
@@ -169,6 +185,10 @@ def build() -> None:
     ev = run.click(run_federation, [domains, held_out, clients, rounds, lam, momentum, kd_alpha, quality, corruption,
                                     baselines, seed],
                    [job_id, result, plot, table, qplot, samples, status], api_name="fedag_run")
+    worked_example.on_load(METHOD_ID, "federate", EXAMPLE, render, [result, plot, table, qplot, samples], status,
+                           done=lambda r: "**Worked example** (the default settings; press **Run federation** to run "
+                                          "your own, **Show attention** to inspect a test image).  \n" + summary(r),
+                           missing=lambda: worked_example.missing_zoo("clip"), cancel_on=[run.click])
     show.click(attention, [result, ex_domain, ex_index], [ex_image, ex_plot, ex_text], api_name="fedag_attention")
     stop.click(cancel_job, job_id, status, cancels=[ev], api_name="fedag_stop")
 

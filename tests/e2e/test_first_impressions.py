@@ -34,6 +34,7 @@ EXPECT = {
     "object_audio": ["#object_audio_overlay img", "#object_audio_audio audio"],
     "moex": ["#moex_moves", "#moex_units"],
     "poisonedeye": ["#poisonedeye_images img", "#poisonedeye_trace img", "#poisonedeye_after img"],
+    "fedag": ["#fedag_curves img", "#fedag_table", "#fedag_quality img"],
 }
 # tabs whose example needs trained models: the test profile's micro models are never released, so unless an
 # earlier test of the session built them the tab must say so (a banner naming the command), not stay empty
