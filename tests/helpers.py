@@ -11,6 +11,7 @@ import time
 import urllib.request
 from contextlib import closing
 from pathlib import Path
+from typing import Any, Callable
 
 import pytest
 
@@ -217,4 +218,38 @@ def screenshot(page, method_id: str) -> Path:
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     path = SCREENSHOTS / f"{method_id}.png"
     page.screenshot(path=str(path), full_page=True)
+    return path
+
+
+def shoot_default_profile(method_id: str, tab_label: str, act: Callable[[Any], None]) -> Path:
+    """``docs/screenshots/<method_id>.png`` from the default profile, for the ``shot_<id>`` scripts.
+
+    Serves the app in this process with inline jobs (the script sets ``PAPERLAB_PROFILE=default`` before it
+    imports this module), opens the tab in headless Chromium, lets ``act(page)`` press buttons and wait for
+    the result, then saves the full page.
+    """
+    from playwright.sync_api import sync_playwright
+
+    from app.jobs import InlineBackend, set_backend
+    from app.ui import build_demo, launch_kwargs
+    from engines.common.settings import get_settings
+
+    set_backend(InlineBackend())
+    s = get_settings().model_copy(update={"port": free_port()})
+    demo = build_demo()
+    demo.queue()
+    # _frontend=False skips Gradio's localhost self-check, which times out on a heavily loaded machine.
+    demo.launch(prevent_thread_lock=True, quiet=True, _frontend=False, **launch_kwargs(s))
+    try:
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.set_default_timeout(900_000)
+            open_tab(page, f"http://127.0.0.1:{s.port}/", tab_label)
+            act(page)
+            page.wait_for_timeout(1500)
+            path = screenshot(page, method_id)
+            browser.close()
+    finally:
+        demo.close()
     return path
