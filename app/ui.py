@@ -3,12 +3,14 @@ from __future__ import annotations
 
 import importlib
 import logging
+from functools import partial
 from pathlib import Path
 
 import gradio as gr
 
 from engines.registry import METHODS, available
 
+from . import worked_example
 from .guard import GuardedBlocks, guard_all
 from .landing import ROOT, landing_html
 
@@ -40,12 +42,15 @@ def build_demo() -> gr.Blocks:
                 _health_line()
                 _landing_extras()
             for m in available():
-                with gr.Tab(m.title, id=m.id, elem_id=f"tab-{m.id}"):
+                with gr.Tab(m.title, id=m.id, elem_id=f"tab-{m.id}") as tab:
                     try:
                         importlib.import_module(f"app.tabs.{m.id}").build()
                     except Exception:  # one broken tab must not take the app down
                         log.exception("tab %s failed to build", m.id)
                         gr.Markdown("**This tab failed to load.** The server log has the details.")
+                # the opened tab's worked example is computed before the others the page load asked for
+                tab.select(partial(worked_example.promote, m.id), None, None, queue=False,
+                           api_visibility="private")
     return guard_all(demo)
 
 

@@ -6,7 +6,8 @@ tab's button); the result is cached as JSON under ``<data_dir>/worked_examples/<
 engine's code version (:func:`engines.common.results.code_version`), the release version and the
 parameters, so later page loads only read a file. Example jobs run one at a time in a background thread
 of the web process (a closed page does not lose a half-done example, and a visitor's own job never
-queues behind a dozen of them).
+queues behind a dozen of them); the examples of the tab a visitor opens (``promote``, on the tab's select
+event) go before those of tabs nobody is looking at.
 
 ``on_load(...)`` registers a page-load hook for a tab: it shows "computing…" while a cold example runs,
 then renders the result with the same functions as the tab's button. When the example cannot be computed
@@ -18,11 +19,13 @@ Nothing here imports torch or matplotlib: renderers import what they need when t
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import logging
 import os
+import queue
 import threading
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -31,7 +34,6 @@ log = logging.getLogger("paperlab.worked_example")
 
 RESTORE = "git checkout -- release/ && make models"  # the release is part of the repository
 
-_pool: ThreadPoolExecutor | None = None
 _inflight: dict[Path, Future] = {}
 _lock = threading.Lock()
 
@@ -158,8 +160,8 @@ def _explain(error: str) -> str:
 
 
 def submit(method_id: str, entry: str, params: dict[str, Any]) -> Future:
-    """A future of the example's result: read from the cache, or computed once (one example at a time)."""
-    global _pool
+    """A future of the example's result: read from the cache, or computed once (one example at a time, the
+    examples of the tab a visitor is looking at first: :func:`promote`)."""
     path = cache_path(method_id, entry, params)
     hit = cached(method_id, entry, params)
     if hit is not None:
@@ -170,20 +172,62 @@ def submit(method_id: str, entry: str, params: dict[str, Any]) -> Future:
         fut = _inflight.get(path)
         if fut is not None:
             return fut
-        if _pool is None:
-            _pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="worked-example")
+        fut = Future()
 
         def work():
+            if not fut.set_running_or_notify_cancel():
+                return
             try:
                 again = cached(method_id, entry, params)
-                return again if again is not None else _compute(method_id, entry, params, path)
+                fut.set_result(again if again is not None else _compute(method_id, entry, params, path))
+            except BaseException as e:  # noqa: BLE001 - handed to whoever waits
+                fut.set_exception(e)
             finally:
                 with _lock:
                     _inflight.pop(path, None)
 
-        fut = _pool.submit(work)
         _inflight[path] = fut
+        _waiting[path] = (method_id, work)
+        _enqueue(_LATER, path)
+        _start_runner()
         return fut
+
+
+# The example queue: one runner thread takes the most urgent waiting example (a tab the visitor opened
+# before the others that page loads asked for), in order of arrival within a priority.
+_NOW, _LATER = 0, 1
+_queue: "queue.PriorityQueue[tuple[int, int, Path]]" = queue.PriorityQueue()
+_waiting: dict[Path, tuple[str, Callable[[], None]]] = {}
+_seq = itertools.count()
+_runner: threading.Thread | None = None
+
+
+def _enqueue(priority: int, path: Path) -> None:
+    _queue.put((priority, next(_seq), path))
+
+
+def _start_runner() -> None:
+    global _runner
+    if _runner is None or not _runner.is_alive():
+        _runner = threading.Thread(target=_run, name="worked-example", daemon=True)
+        _runner.start()
+
+
+def _run() -> None:
+    while True:
+        _, _, path = _queue.get()
+        with _lock:
+            item = _waiting.pop(path, None)  # None: already run (it was queued again by promote)
+        if item is not None:
+            item[1]()
+
+
+def promote(method_id: str) -> None:
+    """The visitor opened this method's tab: its waiting examples run next."""
+    with _lock:
+        for path, (mid, _) in _waiting.items():
+            if mid == method_id:
+                _enqueue(_NOW, path)
 
 
 def fetch(method_id: str, entry: str, params: dict[str, Any], timeout: float | None = None) -> dict:

@@ -93,3 +93,27 @@ def test_example_whose_artifacts_were_swept_is_computed_again(backend):
     assert not path.exists() and not we._job_file(path).exists()
     again = we.fetch("kl_bandits", "regret_curves", PARAMS)
     assert again["curves"] == res["curves"] and len(backend.submitted) == 2
+
+
+def test_the_opened_tab_goes_first(backend, monkeypatch):
+    import threading
+
+    order, gate = [], threading.Event()
+
+    def compute(method_id, entry, params, path):
+        order.append(params["tag"])
+        if params["tag"] == "running":
+            gate.wait(10)
+        return {"tag": params["tag"]}
+
+    monkeypatch.setattr(we, "_compute", compute)
+    futs = [we.submit("kl_bandits", "regret_curves", {"tag": "running"})]
+    while not order:  # the first example has started
+        threading.Event().wait(0.01)
+    futs += [we.submit("kl_bandits", "regret_curves", {"tag": "kl"}),
+             we.submit("multinoulli", "run", {"tag": "multinoulli"}),
+             we.submit("rose", "forecast", {"tag": "rose"})]
+    we.promote("rose")  # the visitor opened the ROSE tab
+    gate.set()
+    assert [f.result(10)["tag"] for f in futs] == ["running", "kl", "multinoulli", "rose"]
+    assert order == ["running", "rose", "kl", "multinoulli"]
