@@ -6,6 +6,7 @@ opens the MoE-X tab and saves the screenshot once its worked example (a position
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 
 os.environ["PAPERLAB_PROFILE"] = "default"
@@ -15,8 +16,9 @@ from tests.helpers import shoot_default_profile  # noqa: E402
 
 
 def act(page) -> None:
-    page.locator("#moex_status").get_by_text("Worked example").wait_for()
-    page.locator("#moex_units td").first.wait_for()
+    # case-sensitive: "Computing the worked example…" is not the result
+    page.locator("#moex_status").get_by_text(re.compile("Worked example")).wait_for()
+    page.locator("#moex_units").get_by_text("MoE-X").first.wait_for()
 
 
 if __name__ == "__main__":
