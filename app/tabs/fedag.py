@@ -84,7 +84,7 @@ def run_federation(domains, held_out, clients, rounds, lam, momentum, kd_alpha, 
                   quality=bool(quality), corruption=float(corruption), baselines=list(baselines or []),
                   seed=int(seed))
     job = JobRun(METHOD_ID, "federate", params)
-    yield job.id, None, gr.skip(), gr.skip(), gr.skip(), gr.skip(), f"Job {job.id[:8]} queued…"
+    yield job.id, None, gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip(), f"Job {job.id[:8]} queued…"
     pts = []
     for ev in job.stream(progress):
         if ev.preview and "round" in ev.preview:
@@ -95,7 +95,7 @@ def run_federation(domains, held_out, clients, rounds, lam, momentum, kd_alpha, 
             ax.set_ylim(0, 1)
             ax.set_xlabel("communication round")
             ax.legend(fontsize=7)
-            yield job.id, None, fig, gr.skip(), gr.skip(), gr.skip(), ev.message
+            yield job.id, None, fig, gr.skip(), gr.skip(), gr.skip(), gr.skip(), ev.message
     res = job.result
     yield job.id, *render(res), summary(res)
 
@@ -112,10 +112,10 @@ def summary(res: dict) -> str:
 
 def render(res: dict) -> tuple:
     """The federation's result state, per-round curves, table, quality histogram and synthetic samples."""
-    from engines.fedag.plots import curves, quality_hist, table_rows
+    from engines.fedag.plots import alpha_heatmap, curves, quality_hist, table_rows
 
     gallery = [(_path(g["image"]), g["caption"]) for g in res["synthetic"]]
-    return res, curves(res), table_rows(res), quality_hist(res), gallery
+    return res, curves(res), table_rows(res), quality_hist(res), alpha_heatmap(res), gallery
 
 
 def attention(res, domain, index):
@@ -172,20 +172,23 @@ def build() -> None:
                                  elem_id="fedag_table")
             with gr.Row():
                 qplot = gr.Plot(label="Quality scores of synthetic samples", show_label=False, elem_id="fedag_quality")
-                with gr.Column():
+                heat = gr.Plot(label="Mean attention per test domain and adapter", show_label=False,
+                               elem_id="fedag_heatmap")
+            with gr.Row():
+                with gr.Column(scale=1):
                     ex_domain = gr.Radio(DOMAIN_CHOICES, value="blur", label="Test image: domain")
                     ex_index = gr.Slider(0, 11, value=0, step=1, label="Test image: index")
                     show = gr.Button("Show attention", elem_id="fedag_show")
-            with gr.Row():
-                ex_image = gr.Image(label="Test image", height=140, interactive=False, elem_id="fedag_image")
-                ex_plot = gr.Plot(label="Attention over the adapters", show_label=False, elem_id="fedag_attention")
+                ex_image = gr.Image(label="Test image", height=140, interactive=False, elem_id="fedag_image", scale=1)
+                ex_plot = gr.Plot(label="Attention over the adapters", show_label=False, elem_id="fedag_attention",
+                                  scale=2)
             ex_text = gr.Markdown(label="attention of the chosen image", elem_id="fedag_attention_text")
 
     prev.click(preview, [domains], [samples, status], api_name="fedag_preview")
     ev = run.click(run_federation, [domains, held_out, clients, rounds, lam, momentum, kd_alpha, quality, corruption,
                                     baselines, seed],
-                   [job_id, result, plot, table, qplot, samples, status], api_name="fedag_run")
-    worked_example.on_load(METHOD_ID, "federate", EXAMPLE, render, [result, plot, table, qplot, samples], status,
+                   [job_id, result, plot, table, qplot, heat, samples, status], api_name="fedag_run")
+    worked_example.on_load(METHOD_ID, "federate", EXAMPLE, render, [result, plot, table, qplot, heat, samples], status,
                            done=lambda r: "**Worked example** (the default settings; press **Run federation** to run "
                                           "your own, **Show attention** to inspect a test image).  \n" + summary(r),
                            missing=lambda: worked_example.missing_zoo("clip"), cancel_on=[run.click])

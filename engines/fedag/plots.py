@@ -59,3 +59,23 @@ def table_rows(res: dict) -> list[list]:
         return "—" if v is None else f"{100 * v:.1f}%"
     return [[r["method"], pct(r["in"]), pct(r["in_one2one"]), pct(r["ood"]), pct(r["val_in"]), pct(r["val_ood"])]
             for r in res["table"]]
+
+
+def alpha_heatmap(res: dict):
+    """Mean attention α per test domain (rows) and adapter (columns): the regulariser pushes the diagonal up."""
+    import numpy as np
+
+    doms = list(res["alpha_mean"])
+    m = np.array([res["alpha_mean"][d] for d in doms])
+    fig, ax = subplots(figsize=(4.5, 3), layout="constrained")
+    im = ax.imshow(m, vmin=0, vmax=1, cmap="viridis")
+    for i in range(m.shape[0]):
+        for j in range(m.shape[1]):
+            ax.text(j, i, f"{m[i, j]:.2f}", ha="center", va="center", color="w" if m[i, j] < 0.6 else "k", fontsize=8)
+    ax.set_xticks(range(m.shape[1]), [DOMAIN_LABELS[d].split()[0] for d in res["in_domains"]], fontsize=7)
+    ax.set_yticks(range(len(doms)), [DOMAIN_LABELS[d].split()[0] + (" (held out)" if d == res["held_out"] else "")
+                                     for d in doms], fontsize=7)
+    ax.set_xlabel("adapter")
+    ax.set_title("mean attention α per test domain", fontsize=9)
+    fig.colorbar(im, ax=ax, shrink=0.8)
+    return fig

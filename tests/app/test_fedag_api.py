@@ -18,9 +18,9 @@ def client(inline_app):
 def test_preview_run_and_attention(client):
     gallery, msg = client.predict(DOMAINS, api_name="/fedag_preview")
     assert len(gallery) == 24 and "4 domain(s)" in msg
-    plot, table, qplot, samples, status = client.predict(*RUN, api_name="/fedag_run")
+    plot, table, qplot, heat, samples, status = client.predict(*RUN, api_name="/fedag_run")
     assert [r[0] for r in table["data"]] == ["FedAG", "zero-shot CLIP"]
-    assert plot["plot"].startswith("data:image") and qplot["plot"].startswith("data:image")
+    assert all(p["plot"].startswith("data:image") for p in (plot, qplot, heat))
     assert "raw images sent: 0" in status and len(samples) == 12
     image, bars, text = client.predict("blur", 0, api_name="/fedag_attention")  # the session keeps the result
     assert image and bars["plot"].startswith("data:image") and "held-out domain" in text and "α:" in text
