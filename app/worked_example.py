@@ -170,12 +170,15 @@ def submit(method_id: str, entry: str, params: dict[str, Any]) -> Future:
         return f
     with _lock:
         fut = _inflight.get(path)
-        if fut is not None:
+        if fut is not None and not fut.cancelled():
             return fut
         fut = Future()
 
         def work():
             if not fut.set_running_or_notify_cancel():
+                with _lock:
+                    if _inflight.get(path) is fut:
+                        del _inflight[path]
                 return
             try:
                 again = cached(method_id, entry, params)
@@ -322,7 +325,9 @@ def on_load(method_id: str, entry: str, params: dict[str, Any] | Callable[[], di
             for h, (e, p) in zip(hits, jobs):
                 if h is None:
                     try:
-                        h = await asyncio.wrap_future(submit(method_id, e, p))
+                        # shield: a visitor's click cancels this page's hook (cancel_on), never the shared
+                        # computation that other pages wait for
+                        h = await asyncio.shield(asyncio.wrap_future(submit(method_id, e, p)))
                     except Exception as err:
                         raise _unavailable(err) from None
                 results.append(h)

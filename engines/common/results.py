@@ -8,7 +8,7 @@ Two kinds of rows:
 * ``Report.not_measured(...)``: a claim that could not be measured in this run: a MISS with the reason.
 
 The page header, the landing badges and the README count claims only ("n of m claims reproduced").
-A claim's pass condition must be computed: ``tests/engines/test_results_format.py`` rejects a literal
+A claim's pass condition must be computed: ``tests/engines/common/test_results_format.py`` rejects a literal
 ``passed`` argument in every ``engines/*/reproduce.py``, and :meth:`Report.claim` rejects anything but a
 boolean (a string, a number, ``None``) at run time.
 """

@@ -117,3 +117,11 @@ def test_the_opened_tab_goes_first(backend, monkeypatch):
     gate.set()
     assert [f.result(10)["tag"] for f in futs] == ["running", "kl", "multinoulli", "rose"]
     assert order == ["running", "rose", "kl", "multinoulli"]
+
+
+def test_a_cancelled_example_is_computed_again(backend):
+    """A future cancelled before it ran (a closed page used to cancel the shared one) is replaced, not handed
+    to every later page load."""
+    other = dict(PARAMS, eta=7.0)
+    we.submit("kl_bandits", "regret_curves", other).cancel()
+    assert we.fetch("kl_bandits", "regret_curves", other, timeout=60)["eta"] == 7.0

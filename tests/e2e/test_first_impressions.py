@@ -1,12 +1,12 @@
 """Headless Chromium: every tab opens on its worked example (issue 28).
 
-One page session per viewport (1400 px, then a 390 px phone): for every available tab, open it and check that
+One page session per viewport (1280 px, then a 390 px phone): for every available tab, open it and check that
 
 * the example's result is on screen before anything is pressed (a plot image, a table with cells, ...),
 * nothing sticks out to the right of the viewport unless it sits in a container that scrolls sideways on purpose,
 * the browser console shows no error other than known headless noise (no GPU in headless Chromium).
 
-Screenshots: ``first_<id>_1400.png`` and ``first_<id>_390.png`` in the suite's screenshot folder (what a visitor sees
+Screenshots: ``first_<id>_1280.png`` and ``first_<id>_390.png`` in the suite's screenshot folder (what a visitor sees
 on arrival).
 """
 from __future__ import annotations
@@ -119,7 +119,7 @@ def test_every_tab_opens_on_its_worked_example(live_app, _browser):
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     errors: list[str] = []
     report = {}
-    for width, height in ((1400, 1000), (390, 844)):
+    for width, height in ((1280, 900), (390, 844)):
         page = _browser.new_page(viewport={"width": width, "height": height})
         page.set_default_timeout(60_000)
         page.on("console", lambda msg: errors.append(f"{msg.type}: {msg.text}") if msg.type == "error" else None)
