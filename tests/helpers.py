@@ -9,7 +9,7 @@ import sys
 import tempfile
 import time
 import urllib.request
-from contextlib import closing
+from contextlib import closing, contextmanager
 from pathlib import Path
 from typing import Any, Callable
 
@@ -221,13 +221,9 @@ def screenshot(page, method_id: str) -> Path:
     return path
 
 
-def shoot_default_profile(method_id: str, tab_label: str, act: Callable[[Any], None]) -> Path:
-    """``docs/screenshots/<method_id>.png`` from the default profile, for the ``shot_<id>`` scripts.
-
-    Serves the app in this process with inline jobs (the script sets ``PAPERLAB_PROFILE=default`` before it
-    imports this module), opens the tab in headless Chromium, lets ``act(page)`` press buttons and wait for
-    the result, then saves the full page.
-    """
+@contextmanager
+def served_in_process():
+    """``(url, browser)``: the app served in this process with inline jobs, and headless Chromium."""
     from playwright.sync_api import sync_playwright
 
     from app.jobs import InlineBackend, set_backend
@@ -243,13 +239,25 @@ def shoot_default_profile(method_id: str, tab_label: str, act: Callable[[Any], N
     try:
         with sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            page.set_default_timeout(900_000)
-            open_tab(page, f"http://127.0.0.1:{s.port}/", tab_label)
-            act(page)
-            page.wait_for_timeout(1500)
-            path = screenshot(page, method_id)
-            browser.close()
+            try:
+                yield f"http://127.0.0.1:{s.port}/", browser
+            finally:
+                browser.close()
     finally:
         demo.close()
-    return path
+
+
+def shoot_default_profile(method_id: str, tab_label: str, act: Callable[[Any], None]) -> Path:
+    """``docs/screenshots/<method_id>.png`` from the default profile, for the ``shot_<id>`` scripts.
+
+    Serves the app in this process with inline jobs (the script sets ``PAPERLAB_PROFILE=default`` before it
+    imports this module), opens the tab in headless Chromium, lets ``act(page)`` press buttons and wait for
+    the result, then saves the full page.
+    """
+    with served_in_process() as (url, browser):
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.set_default_timeout(900_000)
+        open_tab(page, url, tab_label)
+        act(page)
+        page.wait_for_timeout(1500)
+        return screenshot(page, method_id)

@@ -42,6 +42,8 @@ MODEL_TABS = {"pde_staggered", "slug", "saeuron", "object_audio", "moex", "poiso
 BANNER = "The worked example is not available"
 # tabs added after issue 28 whose owners have not added a worked example yet: only layout and console are checked
 NO_EXAMPLE_YET: set[str] = set()
+# how long one tab's example may take to appear (the examples are computed one at a time, the opened tab's next)
+EXAMPLE_TIMEOUT_MS = 180_000
 # tabs whose example is read from the release at start-up (no status line to wait for)
 RELEASED_EXAMPLE = {"l2d", "rose", "syncmind"}
 # headless Chromium without a GPU; Gradio's optional fonts and analytics
@@ -91,7 +93,7 @@ def _visit_all(page, url: str, width: int) -> dict[str, list[str]]:
             # the example's status line ("Worked example…") or the banner saying why there is none
             # (case-sensitive: "Computing the worked example…" is not the result)
             said = panel.get_by_text(re.compile("Worked example")).or_(panel.get_by_text(BANNER)).first
-            said.wait_for(state="visible", timeout=180_000)
+            said.wait_for(state="visible", timeout=EXAMPLE_TIMEOUT_MS)
             banner = panel.get_by_text(BANNER)
             if banner.count() and banner.first.is_visible():
                 text = banner.first.locator("xpath=..").inner_text()
@@ -99,12 +101,19 @@ def _visit_all(page, url: str, width: int) -> dict[str, list[str]]:
                 assert "make " in text or "Train" in text, f"{m.id}: the banner does not say what to do: {text!r}"
                 sels = []
         for sel in sels:
+            if sel.endswith(" audio"):
+                # Gradio's player shows a loaded sound as a waveform (its plain <audio> stays hidden, without
+                # src); with no sound it shows an empty-state icon instead
+                box = sel.removesuffix(" audio")
+                page.locator(f"{box} [data-testid^='waveform-']").or_(page.locator(f"{box} audio[src]")).first \
+                    .wait_for(state="attached", timeout=60_000)
+                continue
             loc = page.locator(sel).first
+            loc.wait_for(state="attached", timeout=60_000)
+            loc.scroll_into_view_if_needed()  # lazy images below a phone's fold load when scrolled to
             loc.wait_for(state="visible", timeout=60_000)
             if sel.endswith("img"):
                 assert loc.get_attribute("src"), f"{m.id}: {sel} has no image"
-            elif sel.endswith("audio"):
-                assert loc.get_attribute("src"), f"{m.id}: {sel} has no sound"
             else:
                 assert loc.inner_text().strip(), f"{m.id}: {sel} is empty"
         page.wait_for_timeout(300)  # let plots settle their size
@@ -115,19 +124,25 @@ def _visit_all(page, url: str, width: int) -> dict[str, list[str]]:
     return problems
 
 
-def test_every_tab_opens_on_its_worked_example(live_app, _browser):
+def visit_every_tab(url: str, browser) -> tuple[dict[int, dict[str, list[str]]], list[str]]:
+    """Both viewports: ``(overflow problems per width and tab, console errors)``; screenshots as it goes."""
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     errors: list[str] = []
     report = {}
     for width, height in ((1280, 900), (390, 844)):
-        page = _browser.new_page(viewport={"width": width, "height": height})
+        page = browser.new_page(viewport={"width": width, "height": height})
         page.set_default_timeout(60_000)
         page.on("console", lambda msg: errors.append(f"{msg.type}: {msg.text}") if msg.type == "error" else None)
         page.on("pageerror", lambda exc: errors.append(f"page error: {exc}"))
         try:
-            report[width] = _visit_all(page, live_app, width)
+            report[width] = _visit_all(page, url, width)
         finally:
             page.close()
+    return report, errors
+
+
+def test_every_tab_opens_on_its_worked_example(live_app, _browser):
+    report, errors = visit_every_tab(live_app, _browser)
     real = [e for e in errors if not NOISE.search(e)]
     assert not real, "console errors:\n" + "\n".join(real[:10])
     assert not any(report.values()), f"elements overflow the viewport: {report}"

@@ -1,0 +1,34 @@
+"""What a visitor sees on arrival, from the default profile with the released models (issue 28).
+
+``python -m tests.e2e.shot_first_impressions``: serves the app in this process with PAPERLAB_PROFILE=default and
+inline jobs, runs the first-impressions browser check (every tab opens on its worked example, nothing overflows at
+1280 px and on a 390 px phone, no console error) and saves ``docs/screenshots/first/first_<id>_<width>.png``.
+The first run computes every tab's example once (tens of minutes on 2 cores); later runs read them from the cache.
+"""
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+os.environ["PAPERLAB_PROFILE"] = "default"
+os.environ.setdefault("PAPERLAB_SCREENSHOT_DIR",
+                      str(Path(__file__).resolve().parents[2] / "docs" / "screenshots" / "first"))
+
+from tests.e2e import test_first_impressions as check  # noqa: E402
+from tests.helpers import served_in_process  # noqa: E402
+
+
+def main() -> int:
+    check.EXAMPLE_TIMEOUT_MS = 1_800_000  # a cold default-profile example may wait behind a long one
+    with served_in_process() as (url, browser):
+        report, errors = check.visit_every_tab(url, browser)
+    real = [e for e in errors if not check.NOISE.search(e)]
+    print("console errors:", real or "none")
+    print("overflow:", {w: r for w, r in report.items() if r} or "none")
+    print("screenshots in", check.SCREENSHOTS)
+    return 1 if real or any(report.values()) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
