@@ -11,7 +11,6 @@ Flower ``ServerApp``/``ClientApp`` pair would only replace this driver's message
 """
 from __future__ import annotations
 
-import copy
 import hashlib
 from dataclasses import dataclass, field
 from typing import Callable
@@ -22,7 +21,7 @@ import torch.nn.functional as F
 
 from . import algorithm as alg
 from .domains import DomainData, SyntheticSet, public_pool, real_domains, synthesise
-from .model import LOGIT_SCALE, ClientNet, GateAdapter, ServerModel, zero_shot_logits
+from .model import LOGIT_SCALE, ClientNet, GateAdapter
 from .params import FederationParams
 
 N_CLASSES = 10

@@ -133,7 +133,6 @@ def main():
                 if ev is not None:
                     evs[v].append(ev)
         common = min(len(e) for e in evs.values())  # compare every variant on the same seeds
-        extra_seeds = {v: len(e) - common for v, e in evs.items() if len(e) > common}
         evs = {v: e[:common] for v, e in evs.items()}
         n_seeds = {v: len(e) for v, e in evs.items()}
         seeds_txt = ", ".join(f"{VARIANT_LABELS[v]} {n}" for v, n in n_seeds.items())
