@@ -173,10 +173,14 @@ def app_server(tmp_path):
 
 @pytest.fixture(scope="session")
 def live_app(tmp_path_factory):
-    """One ``python -m app`` subprocess with its embedded worker, shared by the browser tests: url."""
+    """One ``python -m app`` subprocess with two embedded worker processes, shared by the browser tests: url.
+
+    Every page load asks for each tab's worked example; they are computed one at a time, so with a second
+    worker process a visitor's run never waits behind an example job (the tests wait for the visitor's run)."""
     log = tmp_path_factory.mktemp("live-app") / "app.log"
     port = free_port()
-    proc = spawn([sys.executable, "-m", "app"], {"PAPERLAB_PORT": str(port)}, log)
+    proc = spawn([sys.executable, "-m", "app"], {"PAPERLAB_PORT": str(port), "PAPERLAB_EMBEDDED_CONCURRENCY": "2"},
+                 log)
     url = f"http://127.0.0.1:{port}/"
     try:
         wait_http(url, proc=proc)

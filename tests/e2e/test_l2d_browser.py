@@ -21,7 +21,7 @@ def test_l2d_tab(request, browser_page):
     open_tab(page, url, LABEL)
     page.locator("#l2d_solve").click()
     status = page.locator("#l2d_status")
-    status.get_by_text("Done:").wait_for(timeout=120_000)
+    status.get_by_text("Done:").wait_for(timeout=180_000)
     answer = page.locator("#l2d_answer").inner_text()
     assert "Step-0 check" in answer and "which equals the base model" in answer
     page.locator("#l2d_trajectory img").wait_for(state="visible")

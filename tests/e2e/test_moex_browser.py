@@ -19,5 +19,5 @@ def test_moex_tab(live_app, browser_page):
     assert "MoE-X" in page.locator("#moex_units").inner_text()
     page.locator("#moex_feature textarea, #moex_feature input").first.fill("castle kingside")
     page.locator("#moex_search").click()
-    page.locator("#moex_search_status").get_by_text("board feature(s) match").wait_for(timeout=120_000)
+    page.locator("#moex_search_status").get_by_text("board feature(s) match").wait_for(timeout=180_000)
     assert "white can castle kingside" in page.locator("#moex_search_table").inner_text()

@@ -14,7 +14,7 @@ def test_prototype_tab(live_app, browser_page):
                          ("add armrests", "armrests.present: off → on")]:
         box.fill(text)
         page.locator("#prototype_apply").click()
-        summary.get_by_text(expect).wait_for(timeout=90_000)
+        summary.get_by_text(expect).wait_for(timeout=180_000)
     page.locator("#prototype_undo").click()
     summary.get_by_text("step 3/4").wait_for()
     page.get_by_role("button", name="Redo").click()

@@ -19,5 +19,5 @@ def test_rose_tab(live_app, browser_page):
     box.fill("16")
     box.press("Enter")
     page.locator("#rose_run").click()
-    page.locator("#rose_status").get_by_text("forecast 16 steps").wait_for(timeout=120_000)
+    page.locator("#rose_status").get_by_text("forecast 16 steps").wait_for(timeout=180_000)
     assert "Seasonal naive" in page.locator("#rose_table").inner_text()

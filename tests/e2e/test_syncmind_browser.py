@@ -15,5 +15,5 @@ def test_syncmind_tab(live_app, browser_page):
     page.get_by_role("radio", name="Gold replay (upper bound)").check()
     page.get_by_label("independent").first.check()
     page.locator("#syncmind_run").click()
-    verdict.get_by_text("in 1 turns").wait_for(timeout=120_000)
+    verdict.get_by_text("in 1 turns").wait_for(timeout=180_000)
     assert "LA_func ✓" in verdict.inner_text()

@@ -22,5 +22,5 @@ def test_tailopt_tab(live_app, browser_page):
     plot = page.locator("#tailopt_loss_plot img")
     plot.wait_for(state="visible")
     assert plot.get_attribute("src").startswith("data:image")
-    page.get_by_text("Noise tail index").wait_for(timeout=120_000)
+    page.get_by_text("Noise tail index").wait_for(timeout=180_000)
     assert page.get_by_text("tuned on a validation seed").count() >= 1
