@@ -141,8 +141,8 @@ def main():
     lines.append(f"| Benchmark time | {bench_s:.0f} s wall |")
     rep.section("\n".join(lines))
     rep.section(
-        "## Setting\n\nFrozen GPT-2 (4 layers, width 128, 14-symbol vocabulary) trained from scratch on sums of three "
-        "3-digit numbers written most-significant digit first, plus a+b−c as the second task (the guidance label); "
+        f"## Setting\n\nFrozen GPT-2 ({bundle.cfg.n_layer} layers, width {bundle.cfg.n_embd}, 14-symbol vocabulary) "
+        "trained from scratch on sums of three 3-digit numbers written most-significant digit first, plus a+b−c as the second task (the guidance label); "
         f"L2D path with d_f = {bundle.cfg.flow.flow_dim}, σ = {bundle.cfg.flow.noise_rescaling:g}, LoRA rank "
         f"{bundle.cfg.flow.lora_rank} on the q/o/MLP copies, DiT modulation from a {bundle.cfg.flow.freq_dim}-d "
         f"timestep embedding; {b['l2d_params']:,} trainable parameters. Steps N are grid points of linspace(0, 1, N) "
