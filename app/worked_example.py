@@ -279,7 +279,7 @@ def banner(reason: str) -> str:
 def on_load(method_id: str, entry: str, params: dict[str, Any] | Callable[[], dict[str, Any]], render: Callable[..., Sequence[Any]],
             outputs: Sequence, status, done: str | Callable[..., str] = "",
             more: Sequence[tuple[str, dict[str, Any]]] = (), cancel_on: Sequence[Callable] = (),
-            missing: Callable[[], str | None] | None = None):
+            missing: Callable[[], str | None] | None = None, own_status: bool = False):
     """Register the tab's page-load hook: the example's result rendered into ``outputs``, a line in ``status``.
 
     ``render(result, *more_results)`` returns one value per output (the tab's button renderers); ``more``
@@ -290,7 +290,9 @@ def on_load(method_id: str, entry: str, params: dict[str, Any] | Callable[[], di
     ``slider.release``) of the tab's own runs: they stop a late example from overwriting the visitor's result
     (the example's job itself still finishes and is cached). ``missing()`` (tabs whose engine would train
     what is not there) returns why the example cannot be computed without training, with the command that
-    provides the models, or None; it runs only when the example is not cached.
+    provides the models, or None; it runs only when the example is not cached. ``own_status``: ``status`` shows
+    the example alone (the tab's runs write elsewhere), so a run that cancels a late example clears its line
+    (it would otherwise keep saying "Computing…" over the visitor's result).
     """
     import gradio as gr
 
@@ -344,5 +346,8 @@ def on_load(method_id: str, entry: str, params: dict[str, Any] | Callable[[], di
 
     dep = gr.on(None, hook, None, [*outputs, status], api_visibility="private", show_progress="minimal")
     for listen in cancel_on:
-        listen(None, None, None, cancels=[dep], api_visibility="private")
+        if own_status:
+            listen(lambda: "", None, status, cancels=[dep], api_visibility="private", show_progress="hidden")
+        else:
+            listen(None, None, None, cancels=[dep], api_visibility="private")
     return dep

@@ -308,7 +308,8 @@ def build() -> None:
     outs = [history, model3d, files, summary, program, commands, params_df]
     worked_example.on_load(METHOD_ID, "interpret", EXAMPLE, render_example, outs, example_note,
                            done="*Worked example: the instruction above applied to the default chair (what **Apply** "
-                                "gives). Type your own instruction and press **Apply**.*", cancel_on=[apply_btn.click, instruction.submit, run_prog.click, reset_btn.click])
+                                "gives). Type your own instruction and press **Apply**.*", cancel_on=[apply_btn.click, instruction.submit, run_prog.click, reset_btn.click],
+                           own_status=True)
     apply_btn.click(apply, [domain, instruction, mapper, spec_source, calibration, history], outs,
                     api_name="prototype_apply")
     instruction.submit(apply, [domain, instruction, mapper, spec_source, calibration, history], outs,
