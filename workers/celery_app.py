@@ -3,7 +3,7 @@
 Broker selection (``PAPERLAB_BROKER_URL``):
 
 * empty (default): the embedded setup, kombu's filesystem transport and a file
-  result backend under ``<data_dir>/broker`` — no server needed;
+  result backend under ``<data_dir>/broker`` (atomic writes, ``workers/fsbackend.py``) — no server needed;
 * ``redis://…``: Redis broker and result backend (any number of workers);
 * ``amqp://…``: RabbitMQ broker; results in ``PAPERLAB_RESULT_BACKEND`` (default:
   files under the data directory, so web and workers must share it).
@@ -19,6 +19,8 @@ from celery import Celery
 from kombu import Queue
 
 from engines.common.settings import Settings, get_settings
+
+from .fsbackend import atomic_file_url
 
 TASK_NAME = "paperlab.run_entry"
 
@@ -38,12 +40,12 @@ def broker_config(s: Settings) -> tuple[str, str, dict]:
             "store_processed": False,
         }
         backend = s.result_backend or f"file://{root / 'results'}"
-        return "filesystem://", backend, opts
+        return "filesystem://", atomic_file_url(backend), opts
     if s.broker_url.startswith(("redis://", "rediss://")):
         return s.broker_url, s.result_backend or s.broker_url, visibility
     results = Path(s.data_dir) / "results"
     results.mkdir(parents=True, exist_ok=True)
-    return s.broker_url, s.result_backend or f"file://{results}", visibility
+    return s.broker_url, atomic_file_url(s.result_backend or f"file://{results}"), visibility
 
 
 def make_celery(settings: Settings | None = None) -> Celery:
