@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 from pydantic import BaseModel
 
-from engines.common.context import JobContext, LocalContext
+from engines.common.context import JobCancelled, JobContext, LocalContext
 from engines.common.params import validate
 
 from .params import RLHFParams
@@ -82,18 +82,38 @@ def load_policy(model_id: str = ""):
     return load_smollm2("cpu", model_id or None)
 
 
+def _stop_when(cancelled):
+    """A ``generate`` stopping criterion that ends the whole batch once ``cancelled()`` is true."""
+    import torch
+    from transformers import StoppingCriteria, StoppingCriteriaList
+
+    class _Cancelled(StoppingCriteria):
+        def __call__(self, input_ids, scores, **kwargs):
+            return torch.full((input_ids.shape[0],), bool(cancelled()), dtype=torch.bool, device=input_ids.device)
+
+    return StoppingCriteriaList([_Cancelled()])
+
+
 def sample_candidates(model, tok, prompt: str, n: int, max_new_tokens: int, temperature: float,
-                      seed: int) -> list[str]:
-    """N independent samples y ~ π₀(·|x) from the chat model."""
+                      seed: int, cancelled=None) -> list[str]:
+    """N independent samples y ~ π₀(·|x) from the chat model.
+
+    ``cancelled`` (the job's ``ctx.cancelled``) is checked after every generated token: one batch of
+    samples takes tens of seconds on a busy 2-core machine.
+    """
     import torch
 
     msgs = [{"role": "user", "content": prompt}]
     enc = tok.apply_chat_template(msgs, add_generation_prompt=True, return_tensors="pt", return_dict=True)
     torch.manual_seed(seed)
+    extra = {"stopping_criteria": _stop_when(cancelled)} if cancelled is not None else {}
     with torch.no_grad():
         out = model.generate(**enc, do_sample=True, temperature=temperature, top_k=0, top_p=1.0,
                              max_new_tokens=max_new_tokens, num_return_sequences=n,
-                             pad_token_id=tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id)
+                             pad_token_id=tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id,
+                             **extra)
+    if cancelled is not None and cancelled():
+        raise JobCancelled("cancelled while sampling from π₀")
     start = enc["input_ids"].shape[1]
     return [tok.decode(o[start:], skip_special_tokens=True).strip() for o in out]
 
@@ -182,7 +202,8 @@ def rlhf_loop(params: RLHFParams | dict, ctx: JobContext | None = None) -> RLHFR
     calib = []
     for k, prompt in enumerate(p.prompts):
         ctx.check_cancelled()
-        calib += sample_candidates(model, tok, prompt, p.candidates, p.max_new_tokens, p.temperature, p.seed + 7919 * k)
+        calib += sample_candidates(model, tok, prompt, p.candidates, p.max_new_tokens, p.temperature, p.seed + 7919 * k,
+                                   cancelled=ctx.cancelled)
         ctx.progress(0.2 * (k + 1) / len(p.prompts), f"calibration samples from π₀: {len(calib)}")
     reward = RewardModel(embed([c or " " for c in calib]), embed([p.preference])[0], p.feature_dim)
     rng = np.random.default_rng(p.seed)
@@ -194,7 +215,8 @@ def rlhf_loop(params: RLHFParams | dict, ctx: JobContext | None = None) -> RLHFR
     for t in range(p.rounds):
         ctx.check_cancelled()
         prompt = p.prompts[t % len(p.prompts)]
-        cands = sample_candidates(model, tok, prompt, p.candidates, p.max_new_tokens, p.temperature, p.seed * 100003 + t)
+        cands = sample_candidates(model, tok, prompt, p.candidates, p.max_new_tokens, p.temperature, p.seed * 100003 + t,
+                                  cancelled=ctx.cancelled)
         e = embed([c or " " for c in cands])
         phi, r_star = reward.features(e), reward.true_reward(e)
         chosen, rewards = {}, {}

@@ -56,7 +56,7 @@ def test_loop_with_a_discrete_reference_policy(monkeypatch):
             "The report is due on Monday.", "Tax forms must be filed in triplicate.",
             "Bright smiles and warm sunshine everywhere.", "The meeting was moved to room 4."]
 
-    def sample(model, tok, prompt, n, max_new_tokens, temperature, seed):
+    def sample(model, tok, prompt, n, max_new_tokens, temperature, seed, cancelled=None):
         r = np.random.default_rng(seed)
         return [pool[i] for i in r.integers(len(pool), size=n)]
 
