@@ -30,9 +30,21 @@ DATA = Path(__file__).resolve().parent / "data"
 KINDS = ("quantity", "impossible", "overall", "keep", "unsupported", "multi")
 
 
-@lru_cache(maxsize=1)
-def load() -> tuple[dict, ...]:
-    return tuple(yaml.safe_load((DATA / "instructions_fresh.yaml").read_text()))
+SETS = {"fresh": "instructions_fresh.yaml", "heldout": "instructions_heldout.yaml"}
+
+
+@lru_cache(maxsize=4)
+def load(name: str = "fresh") -> tuple[dict, ...]:
+    """``fresh``: the issue's first set (a development set since parser failures seen on it were fixed);
+    ``heldout``: the set written afterwards and frozen before its first run (``instructions_heldout.yaml``)."""
+    return tuple(yaml.safe_load((DATA / SETS[name]).read_text()))
+
+
+def set_digest(name: str) -> str:
+    """sha256 of a set's file: the held-out record names the exact file its first run judged."""
+    import hashlib
+
+    return hashlib.sha256((DATA / SETS[name]).read_bytes()).hexdigest()
 
 
 @dataclass
@@ -96,7 +108,8 @@ def judge(row: dict, before: dict[str, float], after: dict[str, float], refused:
 
 
 def run(kind: str, spec_source: str = "induced", encoder=None, rows=None, on_progress=None, ctx=None) -> dict:
-    """Judge one mapper on the fresh set: per-kind and overall accuracy, refusal accuracy, failures."""
+    """Judge one mapper on the fresh set (or ``rows``): per-kind and overall accuracy, refusal accuracy,
+    failures, and each row's raw outcome (refused, message, changed parameters)."""
     import time
 
     from .benchmark import make_mapper
@@ -104,7 +117,7 @@ def run(kind: str, spec_source: str = "induced", encoder=None, rows=None, on_pro
     from .specs import get_spec
 
     rows = list(rows or load())
-    mappers, per_kind, out_rows, false_refusals = {}, defaultdict(list), [], 0
+    mappers, outcomes = {}, []
     t0 = time.perf_counter()
     for i, r in enumerate(rows):
         if ctx is not None:
@@ -115,7 +128,7 @@ def run(kind: str, spec_source: str = "induced", encoder=None, rows=None, on_pro
             mappers[r["domain"]] = make_mapper(kind, r["domain"], spec, encoder)
         m = mappers[r["domain"]]
         before = dom.defaults()
-        refused = False
+        refused, message = False, ""
         if kind in ("flat", "llm_flat"):
             after = apply_patch(dom, before, m.map(r["text"], before).patch)
         else:
@@ -124,14 +137,28 @@ def run(kind: str, spec_source: str = "induced", encoder=None, rows=None, on_pro
                 c = compile_program(spec, before, mp.ops)
                 refused, after = not c.ok, (c.state if c.ok else dict(before))
                 refused |= not c.changes and bool(mp.warnings)  # nothing executed, a message shown
-            except ProgramError:
-                refused, after = True, dict(before)
-        v = judge(r, before, after, refused)
-        per_kind[r["kind"]].append(v)
-        false_refusals += refused and not r.get("refuse")
-        out_rows.append({"domain": r["domain"], "kind": r["kind"], "text": r["text"], "ok": v.ok, "why": v.why})
+                message = "; ".join(c.refused or list(mp.warnings)) if refused else ""
+            except ProgramError as e:
+                refused, after, message = True, dict(before), str(e)
+        # the raw outcome travels with the verdict, so a documented label fix can be re-judged without a re-run
+        outcomes.append({"refused": bool(refused), "message": message,
+                         "changed": {k: after[k] for k in before if abs(after[k] - before[k]) > 1e-12}})
         if on_progress:
             on_progress((i + 1) / len(rows), f"{kind}: {i + 1}/{len(rows)}")
+    return summarise(kind, spec_source, rows, outcomes, (time.perf_counter() - t0) / max(len(rows), 1))
+
+
+def summarise(kind: str, spec_source: str, rows, outcomes, seconds_per_instruction: float) -> dict:
+    """Judge stored outcomes (``run``'s, or a recorded first run's) against the rows' current labels."""
+    per_kind, out_rows, false_refusals = defaultdict(list), [], 0
+    for r, o in zip(rows, outcomes, strict=True):
+        before = get_domain(r["domain"]).defaults()
+        after = dict(before, **o["changed"])
+        v = judge(r, before, after, o["refused"])
+        per_kind[r["kind"]].append(v)
+        false_refusals += o["refused"] and not r.get("refuse")
+        out_rows.append({"domain": r["domain"], "kind": r["kind"], "text": r["text"], "ok": v.ok, "why": v.why,
+                         "refused": o["refused"], "message": o["message"], "changed": o["changed"]})
     allv = [v for vs in per_kind.values() for v in vs]
     exp_refuse = [(r, o) for r, o in zip(rows, out_rows) if r.get("refuse")]
     return {"mapper": kind, "spec_source": spec_source, "n": len(rows),
@@ -143,5 +170,5 @@ def run(kind: str, spec_source: str = "induced", encoder=None, rows=None, on_pro
             "false_refusals": false_refusals,
             "by_kind": {k: sum(v.ok for v in per_kind[k]) / len(per_kind[k]) for k in KINDS if per_kind[k]},
             "n_by_kind": {k: len(per_kind[k]) for k in KINDS if per_kind[k]},
-            "seconds_per_instruction": (time.perf_counter() - t0) / max(len(rows), 1),
+            "seconds_per_instruction": seconds_per_instruction,
             "rows": out_rows}

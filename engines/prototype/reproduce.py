@@ -197,7 +197,8 @@ def main():
                   for d, v in q.items())]
     rep.section("\n".join(lines))
     (RESULTS_DIR / "prototype_benchmark.json").write_text(json.dumps({"embedding": res, "llm": lres}, indent=1))
-    fresh_section(rep, enc)  # issue 30
+    heldout_section(rep, enc)  # issue 30: the held-out set's first run is the claim
+    fresh_section(rep, enc)  # issue 30: the former fresh set, now a development set (reported, not claimed)
     return rep.write()
 
 
@@ -206,6 +207,7 @@ def main():
 FRESH_MAPPERS = [("interface", "induced"), ("interface", "hand"), ("flat", "induced"), ("llm_interface", "induced"),
                  ("llm_flat", "induced")]
 FRESH_BEGIN, FRESH_END = "<!-- fresh-set:begin -->", "<!-- fresh-set:end -->"
+DEV_TITLE = "Development set: issue 30's former fresh set (no longer held-out)"
 
 
 def fresh_section(rep: Report, enc, mappers=FRESH_MAPPERS) -> dict:
@@ -222,20 +224,21 @@ def fresh_section(rep: Report, enc, mappers=FRESH_MAPPERS) -> dict:
         runs.append(r)
     default = runs[0]
     n_ref = default["n_refuse"]
-    rep.claim("Issue 30, fresh designer-phrasing set: the default setup (interface + MiniLM, derived spec) does the "
-              "right thing on ≥ 85% (direction, locality and refusal judged automatically)", "—",
-              f"{_pct(default['accuracy'])} of {default['n']} (written for the issue; NOT untouched: parser failures first "
-              "seen on this set were fixed during development, so this overstates held-out accuracy — the first run on "
-              "the untouched set gave 89.7%, hand spec 88.2%; a new held-out set is needed for a clean figure)",
-              default["accuracy"] >= 0.85)
-    rep.claim("Issue 30: refusals are 100% right on impossible and unsupported requests (model unchanged, "
-              "message shown), and nothing expressible is refused", "—",
-              f"{_pct(default['refusal_correct'])} of {n_ref} refusal items; {default['false_refusals']} false refusals",
-              default["refusal_correct"] == 1.0 and default["false_refusals"] == 0)
+    rep.reported("Issue 30, development set (the former fresh set; no longer held-out): the default setup "
+                 "(interface + MiniLM, derived spec) does the right thing (direction, locality and refusal judged "
+                 "automatically)", "—",
+                 f"{_pct(default['accuracy'])} of {default['n']} (parser failures first seen on this set were fixed "
+                 "during development, so this is not a held-out figure: its first untouched run gave 89.7%, hand spec "
+                 "88.2%; the claim is judged on the held-out set above)")
+    rep.reported("Issue 30, development set: refusals right on impossible and unsupported requests, and false "
+                 "refusals", "—",
+                 f"{_pct(default['refusal_correct'])} of {n_ref} refusal items; {default['false_refusals']} false refusals")
     kinds = list(default["n_by_kind"])
-    lines = ["## Fresh designer-phrasing set (issue 30)", "",
+    lines = [f"## {DEV_TITLE}", "",
              f"{default['n']} instructions written for issue 30 (`engines/prototype/data/instructions_fresh.yaml`, kept "
-             "apart from the development corpus), every product and every failure kind; each starts from the default "
+             "apart from the development corpus), every product and every failure kind. **No longer held-out**: parser "
+             "failures first seen on it were fixed during development, so its figures are reported, not claimed (the "
+             "issue's claim is judged on the held-out set). Each instruction starts from the default "
              "model and is judged on the executed outcome by `engines/prototype/fresh.py`: direction (and the stated "
              "amount), locality (nothing else changes except constraint dependents and the parts the stated "
              "distribution / solving rule moves) and refusal (model unchanged, message shown).", "",
@@ -275,8 +278,8 @@ def refresh_fresh_section() -> None:
     fresh_section(rep, get_encoder(), FRESH_MAPPERS if with_llm else [m for m in FRESH_MAPPERS if not m[0].startswith("llm")])
     table = ["| claim | paper | ours | result |", "|---|---|---|---|"] + [
         f"| {r.claim} | {r.paper} | {r.ours} | {r.verdict} |" for r in rep.rows]
-    body = rep.sections[-1].replace("## Fresh designer-phrasing set (issue 30)", "", 1).strip()
-    block = "\n".join([FRESH_BEGIN, "## Fresh designer-phrasing set (issue 30)", "",
+    body = rep.sections[-1].replace(f"## {DEV_TITLE}", "", 1).strip()
+    block = "\n".join([FRESH_BEGIN, f"## {DEV_TITLE}", "",
                        f"Measured by `python -m engines.prototype.reproduce fresh` on {time.strftime('%Y-%m-%d')} in "
                        f"{time.perf_counter() - t0:.0f} s (this section only; a full `make reproduce METHOD=prototype` "
                        "adds these rows to the claims table above).", "", *table, "", body, FRESH_END])
@@ -290,7 +293,175 @@ def refresh_fresh_section() -> None:
     print(f"wrote {path}")
 
 
+# ----------------------------------------------------------------------------- issue 30: the held-out set
+
+HELDOUT_TITLE = "Held-out designer-phrasing set (issue 30; frozen before its first run)"
+# Label errors found in the held-out set after its first run (a wrong expectation, not a parser failure):
+# each one is listed here and printed on the results page; the first run's outcomes are re-judged with the
+# corrected label. A parser failure is never listed here: it stays a failure of the first run.
+LABEL_FIXES: list[dict] = []  # {"text": …, "was": …, "now": …, "why": …}
+
+
+def _heldout_record_path():
+    from .fresh import DATA
+
+    return DATA / "heldout_first_run.json"
+
+
+def heldout_first_run() -> None:
+    """``python -m engines.prototype.reproduce heldout-first-run``: the one and only first run of every mapper
+    on the frozen held-out set. It records each row's raw outcome (refused, message, changed parameters) in
+    ``data/heldout_first_run.json`` with the set's sha256 and the code's commit; the results page judges the
+    issue's claim on this record. Refuses to run again once the record exists."""
+    import datetime
+    import subprocess
+
+    from . import fresh
+    from .encoder import get_encoder
+
+    path = _heldout_record_path()
+    if path.exists():
+        raise SystemExit(f"{path} exists: the held-out set has had its first run (the claim stays that run's)")
+    rows = fresh.load("heldout")
+    enc = get_encoder()
+    commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    dirty = subprocess.run(["git", "status", "--porcelain", "--", "engines/prototype"], capture_output=True,
+                           text=True).stdout.strip()
+    t0 = time.perf_counter()
+    runs = []
+    for kind, src in FRESH_MAPPERS:
+        r = fresh.run(kind, src, enc, rows=rows)
+        print(f"{kind} / {src}: {_pct(r['accuracy'])} of {r['n']}, refusals {_pct(r['refusal_correct'])}, "
+              f"{r['false_refusals']} false refusals ({r['seconds_per_instruction']:.2f} s/instruction)", flush=True)
+        runs.append({"mapper": kind, "spec_source": src, "seconds_per_instruction": r["seconds_per_instruction"],
+                     "accuracy": r["accuracy"],
+                     "outcomes": [{k: o[k] for k in ("text", "ok", "why", "refused", "message", "changed")}
+                                  for o in r["rows"]]})
+    rec = {"set": "engines/prototype/data/" + fresh.SETS["heldout"], "sha256": fresh.set_digest("heldout"),
+           "n": len(rows), "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+           "commit": commit, "uncommitted_engine_changes": dirty.splitlines(),
+           "seconds": round(time.perf_counter() - t0), "runs": runs}
+    path.write_text(json.dumps(rec, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    print(f"wrote {path}")
+
+
+def heldout_first_results() -> tuple[dict, list[dict]]:
+    """The recorded first run, re-judged against the set's current labels: (record, per-mapper summaries).
+    Raises when the set's instructions changed, or when a verdict changed without a documented label fix."""
+    from . import fresh
+
+    rec = json.loads(_heldout_record_path().read_text(encoding="utf-8"))
+    rows = list(fresh.load("heldout"))
+    fixed = {f["text"] for f in LABEL_FIXES}
+    out = []
+    for run in rec["runs"]:
+        if [o["text"] for o in run["outcomes"]] != [r["text"] for r in rows]:
+            raise ValueError("the held-out set's instructions changed after its first run; a new set needs a new run")
+        s = fresh.summarise(run["mapper"], run["spec_source"], rows, run["outcomes"], run["seconds_per_instruction"])
+        for o, first in zip(s["rows"], run["outcomes"]):
+            if o["ok"] != first["ok"] and o["text"] not in fixed:
+                raise ValueError(f"verdict of {o['text']!r} changed since the first run without a documented label fix")
+        out.append(s)
+    return rec, out
+
+
+def _label(kind: str, src: str) -> str:
+    from .params import MAPPER_LABELS
+
+    return MAPPER_LABELS[kind] + (f" — {src} spec" if kind in ("interface", "llm_interface") else "")
+
+
+def _kind_table(runs: list[dict], kinds: list[str], n_by_kind: dict) -> list[str]:
+    lines = ["| mapper | right | direction | locality | refusals right | false refusals | "
+             + " | ".join(f"{k} (n={n_by_kind[k]})" for k in kinds) + " | s/instruction |",
+             "|---" * (7 + len(kinds)) + "|"]
+    for r in runs:
+        lines.append(f"| {r['label']} | {_pct(r['accuracy'])} | {_pct(r['direction'])} | {_pct(r['locality'])} | "
+                     f"{_pct(r['refusal_correct'])} | {r['false_refusals']} | "
+                     + " | ".join(_pct(r["by_kind"].get(k, 0.0)) for k in kinds)
+                     + f" | {r['seconds_per_instruction']:.2f} |")
+    return lines
+
+
+def heldout_section(rep: Report, enc) -> dict:
+    """Issue 30's claim, judged on the held-out set's recorded first run (all mappers), plus a re-measurement
+    of the embedding mappers with the current code (informational: a later parser fix shows here, never in
+    the claim)."""
+    from . import fresh
+
+    claim_acc = ("Issue 30, held-out designer-phrasing set (written after development, frozen before its first "
+                 "run): the default setup (interface + MiniLM, derived spec) does the right thing on ≥ 85% "
+                 "(direction, locality and refusal judged automatically), at the first run")
+    claim_ref = ("Issue 30, held-out set: refusals are 100% right on impossible and unsupported requests (model "
+                 "unchanged, message shown), and nothing expressible is refused, at the first run")
+    if not _heldout_record_path().exists():
+        why = "no first run recorded (python -m engines.prototype.reproduce heldout-first-run)"
+        rep.not_measured(claim_acc, "—", why)
+        rep.not_measured(claim_ref, "—", why)
+        return {}
+    rec, first = heldout_first_results()
+    for r in first:
+        r["label"] = _label(r["mapper"], r["spec_source"])
+    default = first[0]
+    when = f"first run {rec['date']}, code {rec['commit'][:7]}"
+    rep.claim(claim_acc, "—", f"{_pct(default['accuracy'])} of {default['n']} ({when}; hand spec "
+              f"{_pct(first[1]['accuracy'])})", default["accuracy"] >= 0.85)
+    rep.claim(claim_ref, "—", f"{_pct(default['refusal_correct'])} of {default['n_refuse']} refusal items; "
+              f"{default['false_refusals']} false refusals ({when})",
+              default["refusal_correct"] == 1.0 and default["false_refusals"] == 0)
+    rows = list(fresh.load("heldout"))
+    current = []
+    for kind, src in [m for m in FRESH_MAPPERS if not m[0].startswith("llm")]:
+        r = fresh.run(kind, src, enc, rows=rows)
+        r["label"] = _label(kind, src)
+        current.append(r)
+    kinds = list(default["n_by_kind"])
+    same = all([o["ok"] for o in c["rows"]] == [o["ok"] for o in f["rows"]] for c, f in zip(current, first))
+    changed_set = rec["sha256"] != fresh.set_digest("heldout")
+    lines = [f"## {HELDOUT_TITLE}", "",
+             f"{default['n']} instructions (`{rec['set']}`), written for issue 30 after the fresh set had become a "
+             "development set, in designers' own phrasing, covering every product and every failure kind of the "
+             "issue. The set was committed (frozen) before any mapper had read it; its labels were checked only by "
+             "compiling one hand-written interface program per row (the `program` field; no mapper sees it). The "
+             f"claim is judged on the **first run** ({when}, {rec['seconds']} s; record "
+             "`engines/prototype/data/heldout_first_run.json`, each row's raw outcome), with the same judge as the "
+             "development set (`engines/prototype/fresh.py`: direction and the stated amount, locality, refusal).", "",
+             "### First run (the claim)", "", *_kind_table(first, kinds, default["n_by_kind"]), "",
+             "### Label fixes after the first run", ""]
+    if LABEL_FIXES:
+        lines += [f"- “{f['text']}”: expected {f['was']} → {f['now']} — {f['why']}" for f in LABEL_FIXES]
+        lines += ["", "The first run's outcomes are re-judged with the corrected labels (no mapper was re-run)."]
+    else:
+        lines += ["None: every label is as frozen" + (" (the set file differs from the recorded digest only "
+                                                       "outside its labels)" if changed_set else "") + "."]
+    lines += ["", "### Re-measured with the current code (informational, not the claim)", ""]
+    if same:
+        lines += ["The embedding rows re-measured by this run give the same verdict on every instruction as the "
+                  "first run. The SmolLM2 rows are the first run's (about 10 minutes on the shared 2-core machine)."]
+    else:
+        lines += ["The parser changed after the first run (failures seen on this set may have been fixed for users); "
+                  "these rows show the current code. **The claim above stays the first run's.** SmolLM2 rows are not "
+                  "re-measured.", "", *_kind_table(current, kinds, default["n_by_kind"])]
+    fails = [f"- *{r['label']}*: “{o['text']}” ({o['domain']}, {o['kind']}) — {o['why']}"
+             + (f" [message: {o['message'][:160]}]" if o["message"] else "") for r in first[:2] for o in r["rows"]
+             if not o["ok"]]
+    named = [f"- “{o['text']}” ({o['domain']}): {o['message'][:200]}" for o in default["rows"]
+             if o["kind"] == "unsupported" and o["refused"] and o["message"]]
+    lines += ["", "Misses of the interface rows at the first run: " + ("none." if not fails else ""), *fails,
+              "", "Unsupported requests as the default setup refused them at the first run (the message names what "
+              "is missing and what the model has):", *named]
+    rep.section("\n".join(lines))
+    (RESULTS_DIR / "prototype_heldout.json").write_text(json.dumps({"first_run": first, "current": current}, indent=1))
+    return {"first": first, "current": current}
+
+
 if __name__ == "__main__":
     import sys
 
-    refresh_fresh_section() if sys.argv[1:] == ["fresh"] else main()
+    cmd = sys.argv[1:]
+    if cmd == ["fresh"]:
+        refresh_fresh_section()
+    elif cmd == ["heldout-first-run"]:
+        heldout_first_run()
+    else:
+        main()
