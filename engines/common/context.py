@@ -88,6 +88,20 @@ class LocalContext:
         log.info("[%s] " + message, self.job_id, *args)
 
 
+def stop_generation_when(cancelled: Callable[[], bool]):
+    """``stopping_criteria`` for a transformers ``generate`` call: the whole batch stops at the next token
+    once ``cancelled()`` (a job's ``ctx.cancelled``) is true; the caller then raises ``JobCancelled``.
+    One ``generate`` of a batch of samples can take tens of seconds on a busy CPU."""
+    import torch
+    from transformers import StoppingCriteria, StoppingCriteriaList
+
+    class _Cancelled(StoppingCriteria):
+        def __call__(self, input_ids, scores, **kwargs):
+            return torch.full((input_ids.shape[0],), bool(cancelled()), dtype=torch.bool, device=input_ids.device)
+
+    return StoppingCriteriaList([_Cancelled()])
+
+
 class Subprogress:
     """Maps [0, 1] of a sub-task onto [start, stop] of the parent's progress."""
 

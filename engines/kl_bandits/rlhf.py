@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 from pydantic import BaseModel
 
-from engines.common.context import JobCancelled, JobContext, LocalContext
+from engines.common.context import JobCancelled, JobContext, LocalContext, stop_generation_when
 from engines.common.params import validate
 
 from .params import RLHFParams
@@ -82,18 +82,6 @@ def load_policy(model_id: str = ""):
     return load_smollm2("cpu", model_id or None)
 
 
-def _stop_when(cancelled):
-    """A ``generate`` stopping criterion that ends the whole batch once ``cancelled()`` is true."""
-    import torch
-    from transformers import StoppingCriteria, StoppingCriteriaList
-
-    class _Cancelled(StoppingCriteria):
-        def __call__(self, input_ids, scores, **kwargs):
-            return torch.full((input_ids.shape[0],), bool(cancelled()), dtype=torch.bool, device=input_ids.device)
-
-    return StoppingCriteriaList([_Cancelled()])
-
-
 def sample_candidates(model, tok, prompt: str, n: int, max_new_tokens: int, temperature: float,
                       seed: int, cancelled=None) -> list[str]:
     """N independent samples y ~ π₀(·|x) from the chat model.
@@ -106,7 +94,7 @@ def sample_candidates(model, tok, prompt: str, n: int, max_new_tokens: int, temp
     msgs = [{"role": "user", "content": prompt}]
     enc = tok.apply_chat_template(msgs, add_generation_prompt=True, return_tensors="pt", return_dict=True)
     torch.manual_seed(seed)
-    extra = {"stopping_criteria": _stop_when(cancelled)} if cancelled is not None else {}
+    extra = {"stopping_criteria": stop_generation_when(cancelled)} if cancelled is not None else {}
     with torch.no_grad():
         out = model.generate(**enc, do_sample=True, temperature=temperature, top_k=0, top_p=1.0,
                              max_new_tokens=max_new_tokens, num_return_sequences=n,

@@ -12,6 +12,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from engines.common.context import JobCancelled
 from engines.common.settings import get_settings
 
 from . import task
@@ -123,7 +124,7 @@ def train_base(cfg: TinyConfig, progress: Progress, cancelled: Callable[[], bool
     model.train()
     for step in range(cfg.base_steps):
         if cancelled():
-            raise InterruptedError("stopped")
+            raise JobCancelled("stopped")
         ids, _ = batch(cfg.base_batch, rng)
         for g in opt.param_groups:
             g["lr"] = _lr(step, cfg.base_steps, cfg.base_lr)
@@ -195,7 +196,7 @@ def train_l2d(model, cfg: TinyConfig, progress: Progress, cancelled: Callable[[]
     curve, losses, tb, t0, w0 = [], [], [], time.process_time(), time.perf_counter()
     for step in range(cfg.l2d_steps):
         if cancelled():
-            raise InterruptedError("stopped")
+            raise JobCancelled("stopped")
         ids, lab = batch(cfg.l2d_batch, rng)
         for g in opt.param_groups:
             g["lr"] = _lr(step, cfg.l2d_steps, cfg.l2d_lr)
@@ -255,7 +256,7 @@ def train_lora(model, cfg: TinyConfig, budget: int, progress: Progress, cancelle
     curve, t0 = [], time.process_time()
     for step in range(cfg.l2d_steps):
         if cancelled():
-            raise InterruptedError("stopped")
+            raise JobCancelled("stopped")
         ids, _ = batch(cfg.l2d_batch, rng)
         for g in opt.param_groups:
             g["lr"] = _lr(step, cfg.l2d_steps, cfg.l2d_lr)

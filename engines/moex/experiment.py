@@ -218,11 +218,15 @@ def resolve_game(p: ExploreParams) -> tuple[str, list[str]]:
     return f"random legal game #{idx}", D.random_game(random.Random(int(idx)), 40)
 
 
-def shipped_models() -> dict:
-    """The tab's models: (model, record, analysis) for dense_gelu, topk_gelu, moex, and the SAE."""
+def shipped_models(progress=None, cancelled=None) -> dict:
+    """The tab's models: (model, record, analysis) for dense_gelu, topk_gelu, moex, and the SAE.
+
+    Installed from the release, or trained on first use (a profile without a release): ``progress``
+    and ``cancelled`` reach that training, so a job that loads them can be stopped.
+    """
     from . import release
 
-    return release.load_tab_models()
+    return release.load_tab_models(progress, cancelled)
 
 
 def explore(params: dict | ExploreParams, ctx: JobContext | None = None) -> dict:
@@ -231,7 +235,8 @@ def explore(params: dict | ExploreParams, ctx: JobContext | None = None) -> dict
     title, sans = resolve_game(p)
     boards = D.replay(sans)
     ctx.progress(0.1, "loading the models")
-    models = shipped_models()
+    models = shipped_models(Subprogress(ctx, 0.1, 0.5), ctx.cancelled)
+    ctx.check_cancelled()
     ctx.progress(0.5, "running the models")
     cfg = next(iter(models.values()))["model"].moex_cfg if any(m.get("model") is not None for m in models.values()) \
         else TINY
@@ -295,7 +300,8 @@ def search_job(params: dict | SearchParams, ctx: JobContext | None = None) -> di
     p = validate(SearchParams, params)
     ctx = ctx or LocalContext()
     ctx.progress(0.1, "loading the analyses")
-    models = shipped_models()
+    models = shipped_models(Subprogress(ctx, 0.1, 0.9), ctx.cancelled)
+    ctx.check_cancelled()
     out = search(p, {k: v["analysis"] for k, v in models.items()})
     out["labels"] = {k: VARIANT_LABELS[k] for k in models}
     ctx.progress(1.0, "done")

@@ -193,7 +193,10 @@ def train_sae(acts: torch.Tensor, width: int, l1: float, steps: int, seed: int =
         loss.backward()
         opt.step()
         if cancelled is not None and step % 100 == 0 and cancelled():
-            break
+            # Raise, never return a half-trained SAE: the caller would cache it as the tab's model.
+            from engines.common.context import JobCancelled
+
+            raise JobCancelled("SAE training cancelled")
     with torch.no_grad():
         xh, f = sae(x_all)
         fvu = float((xh - x_all).pow(2).sum() / (x_all - x_all.mean(0)).pow(2).sum())

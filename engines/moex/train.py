@@ -10,6 +10,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from engines.common.context import JobCancelled
 from engines.common.settings import get_settings
 
 from . import data as D
@@ -114,7 +115,7 @@ def train(tc: TrainConfig, progress=None, cancelled=None, init_model=None) -> tu
                 progress(0.05 + 0.95 * (step + 1) / tc.steps, f"{tc.variant} seed {tc.seed}: step {step + 1}/"
                          f"{tc.steps}, loss {loss.item():.3f}")
             if cancelled is not None and cancelled():
-                raise InterruptedError("training cancelled")
+                raise JobCancelled("training cancelled")
     model.eval()
     rec = {"config": {**asdict(tc), "model": cfg.to_dict()}, "key": tc.key(), "init_val_loss": init_loss,
            "val_loss": validation_loss(model, va.ids), "curve": curve,

@@ -21,6 +21,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from engines.common.context import JobCancelled
+
 from .algorithms import Comm, Trace, run_method
 from .params import HyperParams, ProblemParams
 
@@ -65,7 +67,7 @@ def run_gloo(p: ProblemParams, method: str, hps: list[HyperParams], seed: int, t
         try:
             while any(pr.poll() is None for pr in procs):
                 if cancelled is not None and cancelled():
-                    raise InterruptedError("gloo run cancelled")
+                    raise JobCancelled("gloo run cancelled")
                 if time.monotonic() - t0 > timeout:
                     raise TimeoutError(f"gloo ranks did not finish within {timeout:.0f} s")
                 prog = Path(tmp) / "progress"

@@ -101,9 +101,112 @@ def _child(args):
 
 
 def run_isolated(engine: str, workloads: list[str], vocab: str, n_instances: int, seed: int,
-                 timeout_s: float = 900) -> dict:
+                 timeout_s: float = 900, cancelled=None) -> dict:
+    """One engine's replay in a fresh process; ``cancelled()`` (the job's flag) kills it within 0.25 s."""
     import multiprocessing as mp
     from concurrent.futures import ProcessPoolExecutor
 
     with ProcessPoolExecutor(max_workers=1, mp_context=mp.get_context("spawn")) as pool:
-        return pool.submit(_child, (engine, workloads, vocab, n_instances, seed)).result(timeout=timeout_s)
+        fut = pool.submit(_child, (engine, workloads, vocab, n_instances, seed))
+        t0 = time.monotonic()
+        while True:
+            try:
+                return fut.result(timeout=min(0.25, max(0.0, timeout_s - (time.monotonic() - t0))))
+            except TimeoutError:
+                if cancelled is not None and cancelled():
+                    from engines.common.context import JobCancelled
+
+                    for proc in list((getattr(pool, "_processes", None) or {}).values()):
+                        proc.kill()  # one engine's replay can take minutes; the pool then shuts down at once
+                    raise JobCancelled(f"{engine} replay cancelled") from None
+                if time.monotonic() - t0 >= timeout_s:
+                    raise
+
+
+# ----------------------------------------------------------------------------- external corpora (CLI)
+
+def main(argv=None) -> int:
+    """``python -m engines.zapformat.bench --maskbench DIR [--suite DIR]``: see maskbench.py."""
+    import argparse
+    import json
+    from pathlib import Path
+
+    from engines.common.results import RESULTS_DIR
+
+    from . import maskbench as mb
+
+    ap = argparse.ArgumentParser(prog="python -m engines.zapformat.bench", description=mb.__doc__.split("\n")[0])
+    ap.add_argument("--maskbench", help="a MaskBench-format folder (e.g. ../shared/corpora/maskbench-sample)")
+    ap.add_argument("--suite", help="the JSON Schema Test Suite folder (e.g. ../shared/corpora/json-schema-test-suite)")
+    ap.add_argument("--stride", type=int, default=mb.DEFAULT_STRIDE,
+                    help=f"take every N-th schema in file-name order (default {mb.DEFAULT_STRIDE})")
+    ap.add_argument("--full", action="store_true", help="every schema (same as --stride 1)")
+    ap.add_argument("--engines", default=",".join(mb.ENGINES), help="comma-separated subset of " + ",".join(mb.ENGINES))
+    ap.add_argument("--limit-s", type=float, default=mb.DEFAULT_LIMIT_S, help="wall-clock limit per schema")
+    ap.add_argument("--label", default="latest", help="name of this run in the stored results (e.g. before)")
+    ap.add_argument("--out", default=str(RESULTS_DIR / "zapformat-maskbench.json"))
+    args = ap.parse_args(argv)
+    engines = [e for e in args.engines.split(",") if e]
+    bad = [e for e in engines if e not in mb.ENGINES]
+    if bad:
+        ap.error(f"unknown engine(s) {bad}; choose from {mb.ENGINES}")
+    if not args.maskbench and not args.suite:
+        ap.error("give --maskbench DIR and/or --suite DIR")
+    run: dict = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "limit_s": args.limit_s}
+    for flag, folder in (("--maskbench", args.maskbench), ("--suite", args.suite)):
+        if folder and not Path(folder).is_dir():
+            print(f"{flag} {folder}: no such folder; skipping it")
+    t0 = time.perf_counter()
+    if args.maskbench and Path(args.maskbench).is_dir():
+        stride = 1 if args.full else args.stride
+        units = mb.load_maskbench(args.maskbench, stride)
+        total = len(list(Path(args.maskbench).glob("*.json")))
+        run["maskbench_schemas"] = len(units)
+        run["maskbench_selection"] = ("all files" if stride == 1 else
+                                      f"every {stride}th of the {total} files in sorted file-name order, starting "
+                                      "with the first (a fixed stride, chosen before any outcome)")
+        run["valid_tests"] = sum(t["valid"] for u in units for t in u["tests"])
+        run["invalid_tests"] = sum(not t["valid"] for u in units for t in u["tests"])
+        run["maskbench"], run["maskbench_rows"] = {}, {}
+        for e in engines:
+            print(f"MaskBench: {e} on {len(units)} schemas", flush=True)
+            res = mb.run_engine(e, units, args.limit_s)
+            run["maskbench"][e] = mb.score(units, res)
+            run["maskbench_rows"][e] = [{k: v for k, v in r.items() if k != "tbm_us"} for r in res]
+            s = run["maskbench"][e]
+            print(f"  {e}: passing {s['passing']}/{s['schemas']}, compile errors {s['compile_errors']}, crashes "
+                  f"{s['crashes']}, timeouts {s['timeouts']}, wrong accepts {s['wrong_accepts']}, wrong rejects "
+                  f"{s['wrong_rejects']} ({time.perf_counter() - t0:.0f} s)", flush=True)
+    if args.suite and Path(args.suite).is_dir():
+        units = mb.load_suite(args.suite)
+        run["suite"] = {}
+        for e in engines:
+            print(f"Test suite: {e} on {len(units)} groups", flush=True)
+            res = mb.run_engine(e, units, args.limit_s, suite=True)
+            run["suite"][e] = mb.score_suite(units, res)
+    run["elapsed_s"] = time.perf_counter() - t0
+    out = Path(args.out)
+    stored = json.loads(out.read_text()) if out.exists() else {"runs": {}}
+    stored["runs"][args.label] = run
+    out.write_text(json.dumps(stored, indent=1, ensure_ascii=False))
+    page = write_page(stored, out.with_suffix(".md"))
+    print(f"wrote {out} and {page} ({run['elapsed_s']:.0f} s)")
+    return 0
+
+
+def write_page(stored: dict, path) -> str:
+    """The generated results page of the external benchmark, and its summary block in zapformat.md."""
+    from . import maskbench as mb
+
+    parts = ["# ZapFormat on external corpora: MaskBench and the JSON Schema Test Suite", "",
+             "Generated by `make bench-zapformat` (`python -m engines.zapformat.bench --maskbench DIR --suite DIR`); "
+             "method in `engines/zapformat/maskbench.py`. Do not edit by hand.", ""]
+    for label, run in sorted(stored["runs"].items(), key=lambda kv: kv[1]["date"], reverse=True):
+        parts += [f"## Run `{label}` ({run['date']}, {run.get('elapsed_s', 0):.0f} s)", "",
+                  mb.render(run, run.get("maskbench"), run.get("suite"))]
+    path.write_text("\n".join(parts) + "\n")
+    return str(path)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

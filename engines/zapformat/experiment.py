@@ -127,7 +127,7 @@ def benchmark(params: BenchmarkParams | dict, ctx: JobContext | None = None) -> 
     for i, engine in enumerate(p.engines):
         ctx.check_cancelled()
         ctx.progress(i / len(p.engines), f"{engine}: replaying {len(p.workloads)} workloads")
-        res = run_isolated(engine, list(p.workloads), p.vocab, p.instances, p.seed)
+        res = run_isolated(engine, list(p.workloads), p.vocab, p.instances, p.seed, cancelled=ctx.cancelled)
         rss[engine] = res["rss_mb"]
         for r in res["rows"]:
             r["rss_mb"] = res["rss_mb"]

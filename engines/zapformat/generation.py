@@ -13,7 +13,7 @@ import time
 
 from pydantic import BaseModel
 
-from engines.common.context import JobContext, LocalContext
+from engines.common.context import JobContext, LocalContext, stop_generation_when
 from engines.common.params import validate
 
 from .frontend import InputError, to_kbnf
@@ -152,9 +152,11 @@ def generate(params: GenerateParams | dict, ctx: JobContext | None = None) -> Ge
         if mode == "constrained":
             proc = GrammarLogitsProcessor(program, vocab, len(prompts), enc["input_ids"].shape[1])
             kw["logits_processor"] = [proc]
+        kw["stopping_criteria"] = stop_generation_when(ctx.cancelled)
         t = time.perf_counter()
         with torch.no_grad():
             out = model.generate(**enc, **kw)
+        ctx.check_cancelled()
         times[mode] = time.perf_counter() - t
         outs[mode] = [tok.decode(o[enc["input_ids"].shape[1]:], skip_special_tokens=True) for o in out]
     samples = [Sample(prompt=q, constrained=c, constrained_valid=valid(c), unconstrained=u,
