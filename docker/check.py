@@ -355,10 +355,13 @@ def image_hygiene(d: str) -> None:
               "[ -e $p ] && bad=\"$bad $p\"; done; "
               "[ -n \"$(ls /var/lib/apt/lists | grep -v '^lock$\\|^partial$\\|^auxfiles$')\" ] && bad=\"$bad apt-lists\"; "
               "[ -n \"$(find / -xdev \\( -name pip.conf -o -name '*.pyc' -path '/home/user/app/tests/*' \\) "
-              "-not -path '/proc/*' 2>/dev/null)\" ] && bad=\"$bad pip.conf\"; echo \"$bad\"; "
+              "-not -path '/proc/*' 2>/dev/null)\" ] && bad=\"$bad pip.conf\"; echo \"found:$bad\"; "
               "du -sm /home/user/app/release /opt/venv | cut -f1 | tr '\\n' ' '")
+    # "found:" marks the first line: sh() strips the output, and an empty first line would vanish with it
     out = sh(d, "run", "--rm", "--user", "0", "--entrypoint", "sh", IMAGE, "-c", script).splitlines()
-    check(out[0].strip() == "", f"the image holds no tests, test data, caches, pip config or secrets ({out[0].strip() or 'clean'})")
+    found = out[0].removeprefix("found:").strip()
+    check(out[0].startswith("found:") and not found,
+          f"the image holds no tests, test data, caches, pip config or secrets ({found or 'clean'})")
     rel, venv = out[1].split()
     summary["image: release (MB) / venv (MB)"] = f"{rel} / {venv}"
     history = sh(d, "history", "--no-trunc", "--format", "{{.CreatedBy}}", IMAGE)
