@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from .regex import DFA, RegexError, compile_regex
 
 NT, LIT, RE = 0, 1, 2
-MAX_GRAMMAR_CHARS = 200_000
-MAX_RULES = 5_000
+MAX_GRAMMAR_CHARS = 1_000_000  # the JSON Schema compiler has its own, named limits (json_schema.Limits)
+MAX_RULES = 20_000
 
 
 class GrammarError(ValueError):

@@ -1,17 +1,38 @@
-"""JSON Schema -> KBNF, in the style of formatron's ``formats/json.py``.
+"""JSON Schema (draft 2020-12) -> KBNF, in the style of formatron's ``formats/json.py``.
 
 Every JSON token is a regex terminal with an optional whitespace prefix (``[ \\t\\n\\r]*``), one
-nonterminal per schema node. Supported: ``type`` (object, array, string, number, integer, boolean,
-null, or a list of types), ``properties`` in their given order with ``required`` (optional fields may
-be omitted, commas stay correct), ``items``, ``minItems``/``maxItems``, ``enum``/``const``,
-``anyOf``/``oneOf``, ``minLength``/``maxLength``/``pattern`` on strings, and ``$ref`` to
-``#/$defs/...`` or ``#/definitions/...`` (recursion allowed). Unsupported keywords raise
-``SchemaError`` naming the JSON pointer.
+nonterminal per schema node. Object members are written in schema order (declared properties in their
+given order, then any additional members). Every keyword that constrains an instance is either compiled
+exactly or refused by name with the JSON pointer of the keyword in the user's schema; keywords the
+specification does not define (``x-...``, ``readonly``, ``_comment``...) and annotations are ignored,
+as a validator ignores them. See docs/methods/zapformat.md ("JSON Schema coverage") for the table.
+
+Compiled: ``type``; ``const``/``enum`` (values filtered by the rest of the schema); ``anyOf``; ``oneOf`` when
+its branches are provably disjoint; ``allOf`` (merged); ``not`` of types, of values, of ``required``;
+``$ref`` to ``#``, ``#/$defs/...``, ``#/definitions/...`` and any local JSON pointer (recursion allowed, siblings
+merged as ``allOf``); numbers: ``minimum``/``maximum``/``exclusiveMinimum``/``exclusiveMaximum`` (also the
+draft-4 boolean forms) as digit-level regexes, ``multipleOf`` for integers (a remainder automaton) and
+``multipleOf`` = 10^-k for numbers; strings: ``minLength``/``maxLength``, ``pattern`` (searched, as the
+specification says; ECMA-262 classes), ``format`` date, time, date-time, email, uuid, uri, uri-reference,
+hostname, ipv4, ipv6; arrays: ``items``, ``prefixItems`` (and draft-7 ``items`` arrays +
+``additionalItems``), ``minItems``/``maxItems`` of any size up to ``Limits.max_count``; objects:
+``properties``, ``required``, ``additionalProperties`` (false, true or a schema), ``patternProperties``,
+``minProperties``/``maxProperties``, ``dependentRequired`` (and draft-7 ``dependencies`` arrays).
+
+Stated narrowings (never a wrong accept): a number under bounds or ``multipleOf`` is written without an
+exponent; integers are written without a fraction (``1.0`` is refused for ``integer``); a member key given
+with a ``\\u`` escape is not recognised as the declared name.
 """
 from __future__ import annotations
 
 import json
+import math
+import os
 import re
+import time
+from dataclasses import dataclass
+from fractions import Fraction
+from urllib.parse import unquote
 
 WS = r"[ \t\n\r]*"
 HEADER = rf'''integer ::= #"{WS}-?(0|[1-9][0-9]*)";
@@ -30,174 +51,1401 @@ array_begin ::= #"{WS}\\[";
 array_end ::= #"{WS}\\]";
 '''
 JSON_GRAMMAR = "start ::= object;\n" + HEADER  # generic JSON objects (the spec's "generic JSON CFG")
-STRING_CHAR = r'([^\\\\"\u0000-\u001f]|\\\\["\\\\bfnrt/]|\\\\u[0-9A-Fa-f]{4})'
-IGNORED = {"title", "description", "$schema", "$id", "examples", "default", "$comment", "additionalProperties",
-           "format", "$defs", "definitions"}
-MAX_NODES = 2000
+STRING_CHAR = r'([^\\\\"\u0000-\u001f]|\\\\["\\\\bfnrt/]|\\\\u[0-9A-Fa-f]{4})'  # KBNF-escaped form
+SCHAR = r'(?:[^"\\\x00-\x1f]|\\["\\/bfnrt]|\\u[0-9A-Fa-f]{4})'  # plain regex form
+TYPES = ("null", "boolean", "object", "array", "string", "number", "integer")
+ANNOTATIONS = {"title", "description", "$schema", "$id", "id", "examples", "default", "$comment", "deprecated",
+               "readOnly", "writeOnly", "contentMediaType", "contentEncoding", "contentSchema", "$anchor",
+               "$dynamicAnchor", "$vocabulary", "$defs", "definitions"}
+REFUSED = {"uniqueItems", "contains", "minContains", "maxContains", "unevaluatedProperties", "unevaluatedItems",
+           "dependentSchemas", "propertyNames", "$dynamicRef", "$recursiveRef", "if"}
+ASSERTIONS = {"type", "const", "enum", "anyOf", "oneOf", "allOf", "not", "$ref", "minimum", "maximum",
+              "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "minLength", "maxLength", "pattern", "format",
+              "items", "prefixItems", "additionalItems", "minItems", "maxItems", "properties", "required",
+              "additionalProperties", "patternProperties", "minProperties", "maxProperties", "dependentRequired",
+              "dependencies", "then", "else"} | REFUSED
+SPEC_FORMATS_REFUSED = {"idn-email", "idn-hostname", "iri", "iri-reference", "uri-template", "json-pointer",
+                        "relative-json-pointer", "regex", "duration"}
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Bounds on what one schema may compile to; the error names the setting that was exceeded."""
+
+    max_rules: int = int(os.environ.get("ZAPFORMAT_MAX_RULES", "4000"))
+    max_grammar_chars: int = int(os.environ.get("ZAPFORMAT_MAX_GRAMMAR_CHARS", "1000000"))
+    max_count: int = int(os.environ.get("ZAPFORMAT_MAX_COUNT", "1000"))  # counted items/properties/string length
+    max_compile_s: float = float(os.environ.get("ZAPFORMAT_MAX_COMPILE_S", "10"))
+    max_multiple_of: int = 1000
+    # Undeclared members next to declared ones need a key regex that excludes every declared name; above this
+    # many characters of names (and additionalProperties not given explicitly) they are not generated.
+    max_excluded_name_chars: int = int(os.environ.get("ZAPFORMAT_MAX_EXCLUDED_NAME_CHARS", "160"))
+
+
+LIMITS = Limits()
 
 
 class SchemaError(ValueError):
     def __init__(self, pointer: str, message: str):
-        self.pointer = pointer or "/"
+        self.pointer = pointer.lstrip("#") or "/"
+        self.reason = message
         super().__init__(f"JSON Schema error at {self.pointer}: {message}")
 
 
+class Unsatisfiable(SchemaError):
+    """No JSON value is valid at this pointer (an anyOf drops such a branch; at the root it is an error)."""
+
+    def __init__(self, pointer: str, message: str):
+        super().__init__(pointer, f"unsatisfiable: {message}")
+
+
 def _kbnf_regex_literal(value) -> str:
-    """A whitespace-prefixed regex terminal matching exactly the JSON text of ``value``."""
+    """A whitespace-prefixed regex terminal matching exactly the JSON text of a scalar ``value``."""
     text = json.dumps(value, ensure_ascii=False)
-    body = re.sub(r"([\\.^$|?*+()\[\]{}])", r"\\\1", text)
-    body = body.replace("\\", "\\\\").replace("'", "\\'")
-    return f"#'{WS}{body}'"
+    return _terminal(re.sub(r"([\\.^$|?*+()\[\]{}])", r"\\\1", text))
+
+
+def _terminal(regex: str) -> str:
+    """A KBNF regex terminal (whitespace-prefixed) for a plain regex."""
+    return "#'" + WS + regex.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+# ----------------------------------------------------------------------------- numbers as digit regexes
+
+
+def _nat_range(lo: int, hi: int | None) -> str:
+    """Regex for the decimal naturals in [lo, hi] (hi None = unbounded), no leading zeros."""
+    if hi is not None and hi < lo:
+        return ""
+    if hi is None:
+        n = len(str(lo))
+        head = _nat_range(lo, 10 ** n - 1)
+        return f"(?:{head}|[1-9][0-9]{{{n},}})" if head else f"[1-9][0-9]{{{n},}}"
+    parts = []
+    a = lo
+    while a <= hi:
+        n = len(str(a))
+        b = min(hi, 10 ** n - 1)
+        parts.append(_same_len(str(a), str(b)))
+        a = b + 1
+    return "(?:" + "|".join(parts) + ")" if len(parts) > 1 else parts[0]
+
+
+def _same_len(a: str, b: str) -> str:
+    """Regex for digit strings s with len(s) == len(a) == len(b) and a <= s <= b."""
+    if not a:
+        return ""
+    if a == b:
+        return a
+    if a[0] == b[0]:
+        return a[0] + _same_len(a[1:], b[1:])
+    n = len(a) - 1
+    tail = "[0-9]" * 0 + (f"[0-9]{{{n}}}" if n else "")
+    parts = []
+    lo_all = set(a[1:]) <= {"0"}
+    hi_all = set(b[1:]) <= {"9"}
+    first_lo = int(a[0]) if lo_all else int(a[0]) + 1
+    first_hi = int(b[0]) if hi_all else int(b[0]) - 1
+    if not lo_all:
+        parts.append(a[0] + _same_len(a[1:], "9" * n))
+    if first_lo <= first_hi:
+        parts.append((f"[{first_lo}-{first_hi}]" if first_lo != first_hi else str(first_lo)) + tail)
+    if not hi_all:
+        parts.append(b[0] + _same_len("0" * n, b[1:]))
+    return "(?:" + "|".join(parts) + ")" if len(parts) > 1 else parts[0]
+
+
+def _digits(lo, lop, hi, hop):
+    """Digit strings G (possibly empty) with 0.lo lop 0.G hop 0.hi; lo/hi None = no bound.
+
+    Returns (regex for the non-empty ones or None, whether the empty string qualifies)."""
+    if lo == "" and lop == ">=":
+        lo = None
+    empty_ok = lo is None and (hi is None or hop == "<=" or hi != "")
+    if lo is None and hi is None:
+        return "[0-9]+", True
+    if hi == "":
+        if hop == "<" or lo is not None:
+            return None, False
+        return "0+", True
+    if lo == "" and hi is None:  # 0.G > 0
+        return "[0-9]*[1-9][0-9]*", False
+    groups: dict = {}
+    for e in range(10):
+        if lo is None:
+            lower = None
+        else:
+            lf = int(lo[0]) if lo else 0
+            if e < lf:
+                continue
+            lower = None if e > lf else (lo[1:], lop)
+        if hi is None:
+            upper = None
+        else:
+            hf = int(hi[0])
+            if e > hf:
+                continue
+            upper = None if e < hf else (hi[1:], hop)
+        groups.setdefault((lower, upper), []).append(e)
+    alts = []
+    for (lower, upper), ds in groups.items():
+        sub, sub_empty = _digits(*(lower or (None, None)), *(upper or (None, None)))
+        if sub is None and not sub_empty:
+            continue
+        cls = str(ds[0]) if len(ds) == 1 else f"[{ds[0]}-{ds[-1]}]" if ds == list(range(ds[0], ds[-1] + 1)) \
+            else "[" + "".join(map(str, ds)) + "]"
+        tail = "" if sub is None else (f"(?:{sub})?" if sub_empty else f"(?:{sub})")
+        alts.append(cls + tail)
+    if not alts:
+        return None, empty_ok
+    return ("(?:" + "|".join(alts) + ")" if len(alts) > 1 else alts[0]), empty_ok
+
+
+def _suffix(lower, upper, frac: bool) -> str | None:
+    """The optional fraction after an integer part: '' or '\\.digits' with its value within the bounds."""
+    sub, empty_ok = _digits(*(lower or (None, None)), *(upper or (None, None)))
+    if not frac:
+        return "" if empty_ok else None
+    if sub is None:
+        return "" if empty_ok else None
+    return rf"(?:\.{sub})?" if empty_ok else rf"\.{sub}"
+
+
+def _split(x: Fraction) -> tuple[int, str]:
+    """Non-negative x -> (integer part, fraction digits without trailing zeros); x must be a finite decimal."""
+    i = math.floor(x)
+    f = x - i
+    digits = ""
+    for _ in range(40):
+        if f == 0:
+            break
+        f *= 10
+        digits += str(math.floor(f))
+        f -= math.floor(f)
+    if f != 0:
+        raise ValueError("not a finite decimal")
+    return i, digits
+
+
+def _nonneg_decimal(lo: Fraction, lo_strict: bool, hi: Fraction | None, hi_strict: bool, frac: bool) -> str:
+    """Regex for non-negative decimals x (no sign, no exponent) with lo (<|<=) x (<|<=) hi."""
+    li, lf = _split(lo)
+    lower = (lf, ">" if lo_strict else ">=")
+    if hi is not None:
+        hi_i, hf = _split(hi)
+        upper = (hf, "<" if hi_strict else "<=")
+        if hi_i == li:
+            sfx = _suffix(lower, upper, frac)
+            return "" if sfx is None else f"{li}{sfx}"
+    alts = []
+    sfx = _suffix(lower, None, frac)
+    if sfx is not None:
+        alts.append(f"{li}{sfx}")
+    mid_hi = None if hi is None else hi_i - 1
+    if mid_hi is None or mid_hi >= li + 1:
+        alts.append(_nat_range(li + 1, mid_hi) + (r"(?:\.[0-9]+)?" if frac else ""))
+    if hi is not None:
+        sfx = _suffix(None, upper, frac)
+        if sfx is not None:
+            alts.append(f"{hi_i}{sfx}")
+    return "(?:" + "|".join(alts) + ")" if alts else ""
+
+
+def number_regex(lo, lo_strict: bool, hi, hi_strict: bool, integer: bool, ptr: str) -> str:
+    """Exact regex for JSON numbers (no exponent) in the interval; integers when ``integer``."""
+    lo = None if lo is None else Fraction(str(lo))
+    hi = None if hi is None else Fraction(str(hi))
+    if integer:  # integer bounds: tighten to whole numbers
+        if lo is not None:
+            lo, lo_strict = Fraction(math.floor(lo) + 1 if lo_strict else math.ceil(lo)), False
+        if hi is not None:
+            hi, hi_strict = Fraction(math.ceil(hi) - 1 if hi_strict else math.floor(hi)), False
+    if lo is not None and hi is not None and (lo > hi or (lo == hi and (lo_strict or hi_strict))):
+        raise Unsatisfiable(ptr, f"no {'integer' if integer else 'number'} lies between the lower bound "
+                                 f"{float(lo):g} and the upper bound {float(hi):g}")
+    try:
+        alts = []
+        if hi is None or hi > 0 or (hi == 0 and not hi_strict):  # the non-negative part
+            plo, pstrict = (Fraction(0), False) if lo is None or lo < 0 else (lo, lo_strict)
+            r = _nonneg_decimal(plo, pstrict, hi, hi_strict, not integer)
+            if r:
+                alts.append(r)
+        if lo is None or lo < 0:  # the negative part: -y with y > 0
+            nlo, nstrict = (Fraction(0), True) if hi is None or hi >= 0 else (-hi, hi_strict)
+            nhi, nhstrict = (None, False) if lo is None else (-lo, lo_strict)
+            r = _nonneg_decimal(nlo, nstrict, nhi, nhstrict, not integer)
+            if r:
+                alts.append(f"-{r}")
+    except ValueError:
+        raise SchemaError(ptr, "numeric bounds with more than 40 decimal places are not supported") from None
+    zero_in = (lo is None or lo < 0 or (lo == 0 and not lo_strict)) and \
+        (hi is None or hi > 0 or (hi == 0 and not hi_strict))
+    if zero_in:
+        alts.append("-0" + ("" if integer else r"(?:\.0+)?"))  # -0 equals 0
+    if not alts:
+        raise Unsatisfiable(ptr, "no number satisfies the bounds")
+    return "(?:" + "|".join(alts) + ")" + (r"(?:\.0+)?" if integer else "")  # 1.0 is an integer
+
+
+# ----------------------------------------------------------------------------- strings
+
+
+def _class(ranges) -> str:
+    return "[" + "".join(f"\\x{{{lo:x}}}" if lo == hi else f"\\x{{{lo:x}}}-\\x{{{hi:x}}}" for lo, hi in ranges) + "]"
+
+
+_SHORT = {0x22: r'\\"', 0x5C: r"\\\\", 0x08: r"\\b", 0x0C: r"\\f", 0x0A: r"\\n", 0x0D: r"\\r", 0x09: r"\\t"}
+
+
+def _json_set(ranges) -> str:
+    """A character class as it appears inside a JSON string's text: raw characters, or the escapes JSON
+    requires (and allows) for quote, backslash and control characters."""
+    from .regex import normalize
+
+    raw, esc = [], []
+    for lo, hi in ranges:
+        cur = lo
+        for cut_lo, cut_hi in ((0x00, 0x1F), (0x22, 0x22), (0x5C, 0x5C)):
+            if hi < cut_lo or cur > cut_hi:
+                continue
+            if cur < cut_lo:
+                raw.append((cur, cut_lo - 1))
+            esc.extend(range(max(cur, cut_lo), min(hi, cut_hi) + 1))
+            cur = min(hi, cut_hi) + 1
+        if cur <= hi:
+            raw.append((cur, hi))
+    raw = list(normalize(raw))
+    alts = [_class(raw)] if raw else []
+    if any(lo <= 0x2F <= hi for lo, hi in raw):
+        alts.append(r"\\/")
+    for c in esc:
+        if c in _SHORT:
+            alts.append(_SHORT[c])
+        lo_nib = f"{c & 15:x}"
+        alts.append(rf"\\u00{c >> 4:x}" + (f"[{lo_nib}{lo_nib.upper()}]" if lo_nib.isalpha() else lo_nib))
+    return alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")" if alts else ""
+
+
+def _print(node) -> str:
+    kind = node[0]
+    if kind == "set":
+        out = _json_set(node[1])
+        if not out:
+            raise ValueError("empty")
+        return out
+    if kind == "cat":
+        return "".join(_print(n) for n in node[1])
+    if kind == "alt":
+        alts = []
+        for n in node[1]:
+            try:
+                alts.append(_print(n))
+            except ValueError:
+                continue
+        if not alts:
+            raise ValueError("empty")
+        return "(?:" + "|".join(alts) + ")"
+    _, sub, lo, hi = node
+    return f"(?:{_print(sub)}){{{lo},{'' if hi is None else hi}}}"
+
+
+def _ecma_to_rust(pat: str, ptr: str) -> str:
+    """ECMA-262 classes to the regex module's syntax: ASCII \\d and \\w, no look-around, no backreferences."""
+    out, i, in_class = [], 0, False
+    while i < len(pat):
+        c = pat[i]
+        if c == "\\" and i + 1 < len(pat):
+            n = pat[i + 1]
+            if n in "dwDW":
+                body = {"d": "0-9", "w": "A-Za-z0-9_"}[n.lower()]
+                if in_class and n.isupper():
+                    raise SchemaError(ptr, f"pattern: \\{n} inside a character class is not supported")
+                out.append(body if in_class else (f"[^{body}]" if n.isupper() else f"[{body}]"))
+            elif n in "pPkb" or n.isdigit() and n != "0":
+                raise SchemaError(ptr, f"pattern: \\{n} (Unicode property, backreference or word boundary) is "
+                                       "not supported")
+            elif n == "c":
+                raise SchemaError(ptr, "pattern: \\c control escapes are not supported")
+            else:
+                out.append(c + n)
+            i += 2
+            continue
+        if c == "[" and not in_class:
+            in_class = True
+            out.append(c)
+            if pat[i + 1 : i + 2] == "^":
+                out.append("^")
+                i += 1
+            if pat[i + 1 : i + 2] == "]":  # ECMA: [] is empty, []] not a literal ]
+                raise SchemaError(ptr, "pattern: empty character class [] is not supported")
+            i += 1
+            continue
+        if c == "]" and in_class:
+            in_class = False
+        elif c == "[" and in_class:
+            out.append("\\[")
+            i += 1
+            continue
+        elif c == "(" and not in_class and pat[i + 1 : i + 2] == "?" and pat[i + 2 : i + 3] != ":":
+            raise SchemaError(ptr, "pattern: look-around and named groups are not supported")
+        out.append(c)
+        i += 1
+    return "".join(out)
+
+
+def _top_level_alternation(pat: str) -> bool:
+    depth, i, in_class = 0, 0, False
+    while i < len(pat):
+        c = pat[i]
+        if c == "\\":
+            i += 2
+            continue
+        if in_class:
+            in_class = c != "]"
+        elif c == "[":
+            in_class = True
+        elif c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+        elif c == "|" and depth == 0:
+            return True
+        i += 1
+    return False
+
+
+def pattern_regex(pattern: str, ptr: str) -> str:
+    """Regex (plain syntax) over the *JSON text* of a string's contents for a JSON Schema ``pattern``."""
+    from .regex import RegexError, parse
+
+    if not isinstance(pattern, str):
+        raise SchemaError(ptr, "pattern must be a string")
+    pat = _ecma_to_rust(pattern, ptr)
+    start = pat.startswith("^")
+    end = pat.endswith("$") and not pat.endswith("\\$")
+    core = pat[1 if start else 0 : len(pat) - 1 if end else len(pat)]
+    if (start or end) and _top_level_alternation(core):
+        core = f"(?:{core})"
+    if re.search(r"(?<!\\)[\^$]", re.sub(r"\[[^\]]*\]", "", core.replace("\\\\", ""))):
+        raise SchemaError(ptr, f"pattern {pattern!r}: anchors ^ and $ inside the pattern are not supported")
+    try:
+        body = _print(parse(core))
+    except RegexError as e:
+        raise SchemaError(ptr, f"pattern {pattern!r}: {str(e).split(': ', 1)[-1]}") from None
+    except ValueError:
+        raise Unsatisfiable(ptr, f"pattern {pattern!r} matches no JSON string") from None
+    return ("" if start else SCHAR + "*") + body + ("" if end else SCHAR + "*")
+
+
+_OCTET = r"(?:25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])"
+_H16 = r"[0-9A-Fa-f]{1,4}"
+_LS32 = rf"(?:{_H16}:{_H16}|{_OCTET}(?:\.{_OCTET}){{3}})"
+_IPV6 = "(?:" + "|".join([
+    rf"(?:{_H16}:){{6}}{_LS32}", rf"::(?:{_H16}:){{5}}{_LS32}", rf"(?:{_H16})?::(?:{_H16}:){{4}}{_LS32}",
+    rf"(?:(?:{_H16}:){{0,1}}{_H16})?::(?:{_H16}:){{3}}{_LS32}", rf"(?:(?:{_H16}:){{0,2}}{_H16})?::(?:{_H16}:){{2}}{_LS32}",
+    rf"(?:(?:{_H16}:){{0,3}}{_H16})?::{_H16}:{_LS32}", rf"(?:(?:{_H16}:){{0,4}}{_H16})?::{_LS32}",
+    rf"(?:(?:{_H16}:){{0,5}}{_H16})?::{_H16}", rf"(?:(?:{_H16}:){{0,6}}{_H16})?::"]) + ")"
+_LEAP = r"(?:[0-9]{2}(?:0[48]|[2468][048]|[13579][26])|(?:0[48]|[2468][048]|[13579][26])00)"
+_DATE = (r"(?:[0-9]{4}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12][0-9]|3[01])|(?:0[469]|11)-(?:0[1-9]|[12][0-9]|30)|"
+         rf"02-(?:0[1-9]|1[0-9]|2[0-8]))|{_LEAP}-02-29)")
+_TIME = r"(?:[01][0-9]|2[0-3]):[0-5][0-9]:(?:[0-5][0-9]|60)(?:\.[0-9]+)?(?:[Zz]|[+-](?:[01][0-9]|2[0-3]):[0-5][0-9])"
+_URI_CHAR = r"(?:[A-Za-z0-9\-._~:/?#\[\]@!$&'()*+,;=]|%[0-9A-Fa-f]{2})"
+_LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+FORMATS = {
+    "date": _DATE, "time": _TIME, "date-time": rf"{_DATE}[Tt]{_TIME}",
+    "email": r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*@" + rf"{_LABEL}(?:\.{_LABEL})*",
+    "uuid": r"[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}",
+    "uri": rf"[A-Za-z][A-Za-z0-9+.\-]*:{_URI_CHAR}*", "uri-reference": rf"{_URI_CHAR}*",
+    "hostname": rf"{_LABEL}(?:\.{_LABEL})*", "ipv4": rf"{_OCTET}(?:\.{_OCTET}){{3}}", "ipv6": _IPV6,
+}
+FORMATS["email"] = FORMATS["email"].replace("/", r"\/")  # '/' may be written \/ in JSON too: keep it raw only
+
+
+def _not_names_regex(names: list[str]) -> str:
+    """Regex over JSON string contents matching every string except the given names (as written raw)."""
+    from .regex import negate, normalize
+
+    trie: dict = {}
+    for n in names:
+        node = trie
+        for ch in n:
+            node = node.setdefault(ch, {})
+        node[None] = True
+
+    def rec(node) -> str:
+        kids = sorted(k for k in node if k is not None)
+        alts = [] if None in node else [""]
+        other = negate(normalize([(ord(k), ord(k)) for k in kids] + [(0, 0x1F), (0x22, 0x22), (0x5C, 0x5C)]))
+        special = {ord(k) for k in kids if ord(k) < 0x20 or k in '"\\/'}
+        shorts = "".join(c for c, code in (('"', 0x22), ("\\\\", 0x5C), ("/", 0x2F), ("b", 8), ("f", 12), ("n", 10),
+                                           ("r", 13), ("t", 9)) if code not in special)
+        first = ([_class(other)] if other else []) + ([rf"\\[{shorts}]"] if shorts else []) + \
+            [r"\\u" + _hex4_except(special)]
+        alts.append("(?:" + "|".join(first) + ")" + SCHAR + "*")
+        alts.extend(_lit(k) + rec(node[k]) for k in kids)
+        return "(?:" + "|".join(alts) + ")"
+
+    return rec(trie)
+
+
+def _hex4_except(codes: set[int]) -> str:
+    """Four hex digits (either case) spelling any code point except the given ones."""
+    if not codes:
+        return "[0-9A-Fa-f]{4}"
+    words = {f"{c:04x}" for c in codes}
+
+    def rec(prefix: str) -> str:
+        n = 4 - len(prefix)
+        live = sorted({w[len(prefix)] for w in words if w.startswith(prefix)})
+        if not live:
+            return f"[0-9A-Fa-f]{{{n}}}"
+        if n == 1:
+            rest = [d for d in "0123456789abcdef" if d not in live]
+            return "[" + "".join(d + d.upper() if d.isalpha() else d for d in rest) + "]" if rest else ""
+        alts = []
+        rest = [d for d in "0123456789abcdef" if d not in live]
+        if rest:
+            alts.append("[" + "".join(d + d.upper() if d.isalpha() else d for d in rest) + "]" + f"[0-9A-Fa-f]{{{n - 1}}}")
+        for d in live:
+            sub = rec(prefix + d)
+            if sub:
+                alts.append(("[" + d + d.upper() + "]" if d.isalpha() else d) + sub)
+        return "(?:" + "|".join(alts) + ")"
+
+    return rec("")
+
+
+def _lit(ch: str) -> str:
+    return _class([(ord(ch), ord(ch))]) if ch not in '"\\' and ord(ch) >= 0x20 else _json_set([(ord(ch), ord(ch))])
+
+
+def _string_literal(s: str) -> str:
+    """Regex for the contents (JSON text) of the string s as json.dumps(ensure_ascii=False) writes it."""
+    return re.escape(json.dumps(s, ensure_ascii=False)[1:-1])
+
+
+# ----------------------------------------------------------------------------- the converter
+
+
+def _canon(x) -> str:
+    return json.dumps(x, sort_keys=True, ensure_ascii=False, default=str)
+
+
+def _types_of(value) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "integer" if value.is_integer() else "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    return "object"
 
 
 class _Converter:
-    def __init__(self, root: dict):
+    def __init__(self, root: dict, limits: Limits):
         self.root = root
+        self.limits = limits
         self.rules: list[str] = []
-        self.names: dict[str, str] = {}  # pointer -> nonterminal
+        self.names: dict[str, str] = {}
         self.count = 0
+        self.t0 = time.perf_counter()
+        self.chars = 0
+        self.unsat: dict[str, Unsatisfiable] = {}
 
-    def resolve(self, ref: str, pointer: str) -> tuple[dict, str]:
-        if not ref.startswith("#/"):
-            raise SchemaError(pointer, f"only local $ref like '#/$defs/name' are supported, got {ref!r}")
-        node = self.root
-        for part in ref[2:].split("/"):
-            part = part.replace("~1", "/").replace("~0", "~")
-            if not isinstance(node, dict) or part not in node:
-                raise SchemaError(pointer, f"$ref {ref!r} does not resolve")
-            node = node[part]
-        return node, ref[1:]
-
-    def nonterminal(self, schema, pointer: str) -> str:
-        if isinstance(schema, dict) and "$ref" in schema:
-            extra = set(schema) - {"$ref"} - IGNORED
-            if extra:
-                raise SchemaError(pointer, f"keywords next to $ref are not supported: {sorted(extra)}")
-            schema, pointer = self.resolve(schema["$ref"], pointer)
-        if pointer in self.names:
-            return self.names[pointer]
+    # -------------------------------------------------------------- plumbing
+    def new_rule(self, body: str, name: str | None = None) -> str:
         self.count += 1
-        if self.count > MAX_NODES:
-            raise SchemaError(pointer, f"the schema has more than {MAX_NODES} nodes")
-        name = f"n{self.count}"
-        self.names[pointer] = name
-        self.rules.append(f"{name} ::= {self.body(schema, pointer)};")
+        if self.count > self.limits.max_rules:
+            raise SchemaError("", f"the grammar exceeds max_rules={self.limits.max_rules} rules "
+                                  "(setting ZAPFORMAT_MAX_RULES)")
+        if time.perf_counter() - self.t0 > self.limits.max_compile_s:
+            raise SchemaError("", f"compiling took longer than max_compile_s={self.limits.max_compile_s:g} s "
+                                  "(setting ZAPFORMAT_MAX_COMPILE_S)")
+        name = name or f"n{self.count}"
+        self.rules.append(f"{name} ::= {body};")
+        self.chars += len(body)
+        if self.chars > self.limits.max_grammar_chars:
+            raise SchemaError("", f"the grammar exceeds max_grammar_chars={self.limits.max_grammar_chars} "
+                                  "(setting ZAPFORMAT_MAX_GRAMMAR_CHARS)")
         return name
 
+    def resolve(self, ref, pointer: str) -> tuple[object, str]:
+        if not isinstance(ref, str):
+            raise SchemaError(pointer, "$ref must be a string")
+        if not ref.startswith("#"):
+            raise SchemaError(pointer, f"only local $ref like '#/$defs/name' are supported, got {ref!r}")
+        frag = unquote(ref[1:])
+        if frag and not frag.startswith("/"):
+            if frag not in self.anchors():
+                raise SchemaError(pointer, f"$ref {ref!r}: no $anchor {frag!r} in the schema")
+            return self.anchors()[frag]
+        node = self.root
+        for part in frag.split("/")[1:] if frag else []:
+            part = part.replace("~1", "/").replace("~0", "~")
+            if isinstance(node, list) and part.isdigit() and int(part) < len(node):
+                node = node[int(part)]
+            elif isinstance(node, dict) and part in node:
+                node = node[part]
+            else:
+                raise SchemaError(pointer, f"$ref {ref!r} does not resolve")
+        return node, "#" + frag
+
+    def anchors(self) -> dict:
+        """$anchor name (and draft-4/7 '$id': '#name') -> (schema, pointer), found once by walking the schema."""
+        if not hasattr(self, "_anchors"):
+            found: dict = {}
+
+            def walk(node, ptr):
+                if isinstance(node, dict):
+                    for key in ("$anchor", "$id", "id"):
+                        v = node.get(key)
+                        if isinstance(v, str):
+                            name = v if key == "$anchor" else v[1:] if v.startswith("#") and "/" not in v else None
+                            if name:
+                                found.setdefault(name, (node, "#" + ptr))
+                    for k, v in node.items():
+                        if k not in ("enum", "const", "examples", "default"):
+                            walk(v, f"{ptr}/{_esc(k)}")
+                elif isinstance(node, list):
+                    for i, v in enumerate(node):
+                        walk(v, f"{ptr}/{i}")
+
+            walk(self.root, "")
+            self._anchors = found
+        return self._anchors
+
+    def nonterminal(self, schema, pointer: str) -> str:
+        """Nonterminal for a schema; a ``$ref``-only schema shares the target's nonterminal (recursion)."""
+        depth = 0
+        while isinstance(schema, dict) and "$ref" in schema and not (set(schema) - {"$ref"} - ANNOTATIONS - _unknown(schema)):
+            schema, pointer = self.resolve(schema["$ref"], pointer)
+            depth += 1
+            if depth > 50:
+                raise SchemaError(pointer, "$ref chain does not end")
+        key = pointer if pointer.startswith("#") else None
+        if key is None:
+            key = "c:" + _canon(schema)
+        if key in self.names:
+            if self.names[key] in self.unsat:
+                raise self.unsat[self.names[key]]
+            return self.names[key]
+        self.count += 1
+        name = f"n{self.count}"
+        self.names[key] = name
+        idx = len(self.rules)
+        self.rules.append("")  # placeholder keeps the rule order stable
+        try:
+            body = self.body(schema, pointer.lstrip("#"))
+        except Unsatisfiable as e:
+            self.unsat[name] = e
+            self.rules[idx] = f"{name} ::= {name};"  # derives nothing: pruned by the grammar compiler
+            raise
+        self.rules[idx] = f"{name} ::= {body};"
+        self.chars += len(body)
+        if self.chars > self.limits.max_grammar_chars:
+            raise SchemaError("", f"the grammar exceeds max_grammar_chars={self.limits.max_grammar_chars} "
+                                  "(setting ZAPFORMAT_MAX_GRAMMAR_CHARS)")
+        return name
+
+    # -------------------------------------------------------------- normalisation
+    def normalise(self, s: dict, ptr: str, depth: int = 0) -> dict:
+        """Fold $ref siblings and allOf into one schema; draft-4/7 spellings into 2020-12 ones."""
+        if depth > 30:
+            raise SchemaError(ptr, "allOf/$ref nesting deeper than 30 (a cycle through allOf?)")
+        s = dict(s)
+        if "$ref" in s:
+            target, tptr = self.resolve(s.pop("$ref"), ptr + "/$ref")
+            s = self.merge([self.as_dict(target, tptr), s], ptr, depth)
+        if isinstance(s.get("exclusiveMinimum"), bool):
+            if s.pop("exclusiveMinimum") and "minimum" in s:
+                s["exclusiveMinimum"] = s.pop("minimum")
+        if isinstance(s.get("exclusiveMaximum"), bool):
+            if s.pop("exclusiveMaximum") and "maximum" in s:
+                s["exclusiveMaximum"] = s.pop("maximum")
+        if isinstance(s.get("items"), list):
+            s["prefixItems"] = s.pop("items")
+            if "additionalItems" in s:
+                s["items"] = s.pop("additionalItems")
+        else:
+            s.pop("additionalItems", None)  # without an items array it has no effect
+        if "dependencies" in s:
+            deps = s.pop("dependencies")
+            if not isinstance(deps, dict):
+                raise SchemaError(ptr + "/dependencies", "dependencies must be an object")
+            dr = dict(s.get("dependentRequired") or {})
+            for k, v in deps.items():
+                if isinstance(v, list):
+                    dr[k] = v
+                else:
+                    raise SchemaError(f"{ptr}/dependencies/{_esc(k)}", "dependencies given as a schema "
+                                      "(dependentSchemas) are not supported")
+            s["dependentRequired"] = dr
+        if s.get("uniqueItems") is False:
+            s.pop("uniqueItems")
+        if "if" in s:
+            if "then" not in s and "else" not in s:
+                s.pop("if")
+        else:
+            s.pop("then", None)
+            s.pop("else", None)
+        if "allOf" in s:
+            subs = s.pop("allOf")
+            if not isinstance(subs, list) or not subs:
+                raise SchemaError(ptr + "/allOf", "allOf must be a non-empty list")
+            parts = [self.as_dict(sub, f"{ptr}/allOf/{i}") for i, sub in enumerate(subs)]
+            s = self.merge([s] + parts, ptr, depth)
+        return s
+
+    def as_dict(self, sub, ptr: str) -> dict:
+        if sub is True:
+            return {}
+        if sub is False:
+            return {"not": {}}
+        if not isinstance(sub, dict):
+            raise SchemaError(ptr, f"expected a schema object, got {type(sub).__name__}")
+        return sub
+
+    def merge(self, parts: list[dict], ptr: str, depth: int) -> dict:
+        """The conjunction of schemas as one schema (exact for the keywords merged; others refused)."""
+        parts = [self.normalise(p, ptr, depth + 1) for p in parts]
+        out: dict = {}
+        arr = [p for p in parts if "prefixItems" in p or "items" in p]
+        if len(arr) > 1:  # items of one part constrains every position not covered by that part's prefixItems
+            n = max(len(p.get("prefixItems", [])) for p in arr)
+
+            def at(p, i):
+                pre = p.get("prefixItems", [])
+                return pre[i] if i < len(pre) else p.get("items", True)
+
+            if n:
+                out["prefixItems"] = [{"allOf": [at(p, i) for p in arr]} for i in range(n)]
+            out["items"] = {"allOf": [p.get("items", True) for p in arr]}
+            parts = [{k: v for k, v in p.items() if k not in ("prefixItems", "items")} for p in parts]
+        for p in parts:
+            for k, v in p.items():
+                if k in ANNOTATIONS or k not in ASSERTIONS:
+                    out.setdefault(k, v)
+                    continue
+                if k not in out:
+                    out[k] = v
+                    continue
+                cur = out[k]
+                if _canon(cur) == _canon(v):
+                    continue
+                if k == "type":
+                    a = {cur} if isinstance(cur, str) else set(cur)
+                    b = {v} if isinstance(v, str) else set(v)
+                    both = (a & b) | ({"integer"} if ("number" in a and "integer" in b) or
+                                      ("integer" in a and "number" in b) else set())
+                    out[k] = sorted(both)
+                    if not both:
+                        raise Unsatisfiable(ptr + "/allOf", f"the types {sorted(a)} and {sorted(b)} do not overlap")
+                elif k in ("minimum", "exclusiveMinimum", "minLength", "minItems", "minProperties"):
+                    out[k] = max(cur, v)
+                elif k in ("maximum", "exclusiveMaximum", "maxLength", "maxItems", "maxProperties"):
+                    out[k] = min(cur, v)
+                elif k == "required":
+                    out[k] = list(dict.fromkeys(list(cur) + list(v)))
+                elif k == "enum":
+                    vs = {_canon(x) for x in v}
+                    out[k] = [x for x in cur if _canon(x) in vs]
+                    if not out[k]:
+                        raise Unsatisfiable(ptr + "/allOf", "the enums have no value in common")
+                elif k == "const":
+                    raise Unsatisfiable(ptr + "/allOf", "two different const values")
+                elif k in ("properties", "patternProperties", "dependentRequired"):
+                    m = dict(cur)
+                    for name, sub in v.items():
+                        if k == "dependentRequired":
+                            m[name] = list(dict.fromkeys(list(m.get(name, [])) + list(sub)))
+                        else:
+                            m[name] = {"allOf": [m[name], sub]} if name in m else sub
+                    out[k] = m
+                elif k == "anyOf":
+                    out[k] = [{"allOf": [a, {"anyOf": v}]} for a in cur]
+                elif k == "oneOf":
+                    raise SchemaError(ptr + "/allOf", "two different oneOf keywords in one allOf are not supported")
+                elif k in ("items", "additionalProperties", "not"):
+                    if k == "not":
+                        out[k] = {"anyOf": [cur, v]}
+                    elif k == "additionalProperties" and (cur is False or v is False):
+                        out[k] = False
+                    else:
+                        out[k] = {"allOf": [cur, v]}
+                elif k == "prefixItems":
+                    n = max(len(cur), len(v))
+                    out[k] = [{"allOf": [cur[i] if i < len(cur) else True, v[i] if i < len(v) else True]}
+                              for i in range(n)]
+                elif k == "multipleOf":
+                    a, b = Fraction(str(cur)), Fraction(str(v))
+                    if a.denominator != 1 or b.denominator != 1:
+                        raise SchemaError(ptr + "/allOf", "two different non-integer multipleOf are not supported")
+                    out[k] = math.lcm(int(a), int(b))
+                else:
+                    raise SchemaError(ptr + "/allOf", f"cannot merge two different {k!r} keywords")
+        # additionalProperties of one part only applies to that part's own properties: make that explicit
+        aps = [(p.get("properties", {}), p.get("patternProperties", {}), p["additionalProperties"])
+               for p in parts if "additionalProperties" in p and p["additionalProperties"] is not True]
+        if aps and len(parts) > 1:
+            if any(pp for _, pp, _ in aps):
+                if len(aps) > 1 or any(p.get("properties") for p in parts if "additionalProperties" not in p):
+                    raise SchemaError(ptr + "/allOf", "additionalProperties with patternProperties across allOf "
+                                                      "parts is not supported")
+            allowed = None
+            for props, _pp, ap in aps:
+                if ap is False:
+                    allowed = set(props) if allowed is None else allowed & set(props)
+                elif len(aps) > 1 or any(set(p.get("properties", {})) - set(props) for p in parts):
+                    raise SchemaError(ptr + "/allOf", "additionalProperties given as a schema across allOf parts "
+                                                      "is not supported")
+            if allowed is not None and "properties" in out:
+                dropped = [k for k in out["properties"] if k not in allowed]
+                for k in dropped:
+                    out["properties"].pop(k)
+                req = [r for r in out.get("required", []) if r not in allowed]
+                if req:
+                    raise Unsatisfiable(ptr + "/allOf", f"required {req} excluded by additionalProperties: false")
+        return out
+
+    def _refuse_oneof(self, ptr: str):
+        raise SchemaError(ptr + "/oneOf", "oneOf whose branches may overlap is not supported (only branches that "
+                                          "differ in type or in a const/enum of a required property)")
+
+    # -------------------------------------------------------------- oneOf disjointness
+    def _facts(self, sub) -> tuple[set | None, dict]:
+        """(possible types or None, {property: set of canonical allowed values} for required properties)."""
+        s = self.as_dict(sub, "")
+        try:
+            s = self.normalise(s, "")
+        except SchemaError:
+            return None, {}
+        types = None
+        t = s.get("type")
+        if t is not None:
+            types = {t} if isinstance(t, str) else set(t)
+            if "number" in types:
+                types.add("integer")
+        if "const" in s:
+            types = {_types_of(s["const"])}
+        elif isinstance(s.get("enum"), list):
+            types = {_types_of(v) for v in s["enum"]}
+        if types is not None and "integer" in types and "number" in types:
+            pass
+        props = {}
+        for name in s.get("required", []) or []:
+            p = (s.get("properties") or {}).get(name)
+            if isinstance(p, dict):
+                try:
+                    p = self.normalise(p, "")
+                except SchemaError:
+                    continue
+                if "const" in p:
+                    props[name] = {_canon(p["const"])}
+                elif isinstance(p.get("enum"), list):
+                    props[name] = {_canon(v) for v in p["enum"]}
+        if "const" in s:
+            props["$value"] = {_canon(s["const"])}
+        elif isinstance(s.get("enum"), list):
+            props["$value"] = {_canon(v) for v in s["enum"]}
+        return types, props
+
+    def _disjoint(self, branches: list, ptr: str) -> bool:
+        facts = [self._facts(b) for b in branches]
+        for i in range(len(facts)):
+            for j in range(i + 1, len(facts)):
+                (ta, pa), (tb, pb) = facts[i], facts[j]
+                if ta is not None and tb is not None:
+                    xa = ta | ({"number"} if "integer" in ta else set())
+                    xb = tb | ({"number"} if "integer" in tb else set())
+                    if not ((ta & xb) or (tb & xa)):
+                        continue
+                if any(k in pb and not (pa[k] & pb[k]) for k in pa):
+                    continue
+                return False
+        return True
+
+    # -------------------------------------------------------------- bodies
     def body(self, s, ptr: str) -> str:
-        if s is True or s == {}:
+        if s is True:
             return "json_value"
+        if s is False:
+            raise Unsatisfiable(ptr, "the schema is false")
         if not isinstance(s, dict):
             raise SchemaError(ptr, f"expected a schema object, got {type(s).__name__}")
-        if "const" in s:
-            return _kbnf_regex_literal(s["const"])
-        if "enum" in s:
-            if not isinstance(s["enum"], list) or not s["enum"]:
-                raise SchemaError(ptr + "/enum", "enum must be a non-empty list")
-            return " | ".join(_kbnf_regex_literal(v) for v in s["enum"])
+        s = self.normalise(s, ptr)
+        for k in sorted(set(s) & REFUSED):
+            if k == "uniqueItems" and (s.get("maxItems", 2) <= 1):
+                continue
+            if k == "if":
+                raise SchemaError(f"{ptr}/if", "if/then/else is not supported")
+            raise SchemaError(f"{ptr}/{k}", f"keyword '{k}' is not supported")
         for key in ("anyOf", "oneOf"):
             if key in s:
                 subs = s[key]
                 if not isinstance(subs, list) or not subs:
                     raise SchemaError(f"{ptr}/{key}", f"{key} must be a non-empty list")
-                return " | ".join(self.nonterminal(sub, f"{ptr}/{key}/{i}") for i, sub in enumerate(subs))
-        unsupported = set(s) - IGNORED - {"type", "properties", "required", "items", "minItems", "maxItems",
-                                          "minLength", "maxLength", "pattern"}
-        if unsupported:
-            raise SchemaError(ptr, f"unsupported keyword(s) {sorted(unsupported)}")
+                if key == "oneOf" and len(subs) > 1 and not self._disjoint(subs, ptr):
+                    self._refuse_oneof(ptr)
+                rest = {k: v for k, v in s.items() if k != key}
+                alts, errs = [], []
+                for i, sub in enumerate(subs):
+                    sp = f"{ptr}/{key}/{i}"
+                    try:
+                        if _has_assertions(rest):
+                            alts.append(self.nonterminal({"allOf": [rest, self.as_dict(sub, sp)]}, sp))
+                        else:
+                            alts.append(self.nonterminal(sub, sp))
+                    except Unsatisfiable as e:
+                        errs.append(e)
+                if not alts:
+                    raise Unsatisfiable(f"{ptr}/{key}", "no branch can be satisfied")
+                return " | ".join(dict.fromkeys(alts))
+        if "not" in s:
+            s = self.apply_not(s, ptr)
+        if "_not_values" in s and "const" not in s and "enum" not in s:
+            raise SchemaError(ptr + "/not", "not {enum/const} is supported only next to an enum or const")
+        types = self.types(s, ptr)
+        if "const" in s or "enum" in s:
+            return self.values(s, ptr, types)
+        alts = []
+        for t in types:
+            try:
+                alts.append(getattr(self, "t_" + t)(s, ptr))
+            except Unsatisfiable:
+                if len(types) == 1:
+                    raise
+        if not alts:
+            raise Unsatisfiable(ptr, "no type can be satisfied")
+        return " | ".join(alts)
+
+    def types(self, s: dict, ptr: str) -> list[str]:
         t = s.get("type")
         if t is None:
-            t = "object" if "properties" in s else "array" if "items" in s else None
-        if t is None:
-            return "json_value"
-        if isinstance(t, list):
-            return " | ".join(self.body({**s, "type": one}, ptr) for one in t)
-        if t == "object":
-            return self.object(s, ptr)
-        if t == "array":
-            return self.array(s, ptr)
-        if t == "string":
-            return self.string(s, ptr)
-        if t in ("number", "integer", "boolean", "null"):
-            return t
-        raise SchemaError(ptr + "/type", f"unknown type {t!r}")
+            ts = ["null", "boolean", "object", "array", "string", "number"]
+        else:
+            ts = [t] if isinstance(t, str) else list(t)
+            if not ts:
+                raise Unsatisfiable(ptr + "/type", "type is an empty list")
+            for x in ts:
+                if x not in TYPES:
+                    raise SchemaError(ptr + "/type", f"unknown type {x!r}")
+            if "number" in ts and "integer" in ts:
+                ts.remove("integer")
+        ts = [x for x in TYPES if x in ts]
+        for x in s.get("_not_types", ()):
+            if x in ts:
+                ts.remove(x)
+            if x == "number" and "integer" in ts:
+                ts.remove("integer")
+        if "integer" in s.get("_not_types", ()) and "number" in ts:
+            raise SchemaError(ptr + "/not", "not {type: integer} on numbers is not supported")
+        if not ts:
+            raise Unsatisfiable(ptr, "no type is left")
+        return ts
 
-    def object(self, s: dict, ptr: str) -> str:
+    def apply_not(self, s: dict, ptr: str) -> dict:
+        n = s["not"]
+        s = {k: v for k, v in s.items() if k != "not"}
+        if n is True or n == {}:
+            raise Unsatisfiable(ptr + "/not", "not {} rejects everything")
+        if n is False:
+            return s
+        if not isinstance(n, dict):
+            raise SchemaError(ptr + "/not", "not must be a schema")
+        n = self.normalise(n, ptr + "/not")
+        keys = set(n) - ANNOTATIONS - _unknown(n)
+        if keys == {"type"}:
+            t = n["type"]
+            s["_not_types"] = list(s.get("_not_types", [])) + ([t] if isinstance(t, str) else list(t))
+            return s
+        if keys and keys <= {"enum", "const"}:
+            bad = [n["const"]] if "const" in n else list(n.get("enum", []))
+            s["_not_values"] = list(s.get("_not_values", [])) + bad
+            return s
+        if keys == {"required"} and isinstance(n["required"], list) and len(n["required"]) == 1:
+            s["_forbidden"] = list(s.get("_forbidden", [])) + n["required"]
+            return s
+        if "not" in n and set(n) - ANNOTATIONS == {"not"}:
+            return self.normalise({"allOf": [s, n["not"]]}, ptr)
+        raise SchemaError(ptr + "/not", "not is supported for type, const/enum and a single required name only")
+
+    def values(self, s: dict, ptr: str, types: list[str]) -> str:
+        if "const" in s:
+            vals = [s["const"]]
+        else:
+            vals = s["enum"]
+            if not isinstance(vals, list) or not vals:
+                raise SchemaError(ptr + "/enum", "enum must be a non-empty list")
+        rest = {k: v for k, v in s.items() if k not in ("enum", "const") and not k.startswith("_")}
+        bad = {_canon(v) for v in s.get("_not_values", [])}
+        keep, cache = [], {}
+        for v in vals:
+            t = _types_of(v)
+            if t not in types and not (t == "integer" and "number" in types):
+                continue
+            if _canon(v) in bad:
+                continue
+            if "enum" in s and "const" in s and _canon(s["const"]) not in {_canon(x) for x in s["enum"]}:
+                continue
+            if _has_assertions(rest) and not self.valid(v, rest, cache):
+                continue
+            keep.append(v)
+        if not keep:
+            raise Unsatisfiable(ptr + ("/const" if "const" in s else "/enum"), "no listed value satisfies the schema")
+        return " | ".join(dict.fromkeys(self.literal(v) for v in keep))
+
+    def valid(self, value, schema: dict, cache: dict) -> bool:
+        try:
+            if "v" not in cache:
+                import jsonschema
+
+                full = {**{k: v for k, v in self.root.items() if k in ("$defs", "definitions")}, **schema}
+                cache["v"] = jsonschema.Draft202012Validator(full)
+            return cache["v"].is_valid(value)
+        except Exception:  # noqa: BLE001 - cannot decide: keep the value (never drop a valid one)
+            return True
+
+    def literal(self, v) -> str:
+        if isinstance(v, dict):
+            if not v:
+                return "object_begin object_end"
+            members = [f"{_kbnf_regex_literal(k)} colon {self.literal(x)}" for k, x in v.items()]
+            return "(object_begin " + " comma ".join(members) + " object_end)"
+        if isinstance(v, list):
+            if not v:
+                return "array_begin array_end"
+            return "(array_begin " + " comma ".join(self.literal(x) for x in v) + " array_end)"
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and float(v).is_integer() and abs(v) < 2 ** 63:
+            return _terminal(re.escape(str(int(v))) + r"(?:\.0+)?")  # 1 and 1.0 are the same number
+        return _kbnf_regex_literal(v)
+
+    # -------------------------------------------------------------- scalar types
+    def t_null(self, s, ptr):
+        return "null"
+
+    def t_boolean(self, s, ptr):
+        return "boolean"
+
+    def t_integer(self, s, ptr):
+        r = self.numeric(s, ptr, True)
+        return _terminal(r"-?(?:0|[1-9][0-9]*)(?:\.0+)?") if r == "integer" else r
+
+    def t_number(self, s, ptr):
+        return self.numeric(s, ptr, False)
+
+    def numeric(self, s: dict, ptr: str, integer: bool) -> str:
+        lo, lo_s, hi, hi_s = s.get("minimum"), False, s.get("maximum"), False
+        for k in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"):
+            if k in s and (isinstance(s[k], bool) or not isinstance(s[k], (int, float))):
+                raise SchemaError(f"{ptr}/{k}", f"{k} must be a number")
+        if "exclusiveMinimum" in s and (lo is None or s["exclusiveMinimum"] >= lo):
+            lo, lo_s = s["exclusiveMinimum"], True
+        if "exclusiveMaximum" in s and (hi is None or s["exclusiveMaximum"] <= hi):
+            hi, hi_s = s["exclusiveMaximum"], True
+        mult = s.get("multipleOf")
+        if mult is not None and mult <= 0:
+            raise SchemaError(ptr + "/multipleOf", "multipleOf must be positive")
+        if mult is not None:
+            m = Fraction(str(mult))
+            if integer or (m.denominator == 1):
+                if m.denominator != 1:
+                    if (1 / m).denominator == 1:  # every integer is a multiple of 1/k
+                        mult = None
+                    else:
+                        raise SchemaError(ptr + "/multipleOf", f"multipleOf {mult} on integers is not supported")
+                else:
+                    return self.multiple_of(int(m), lo, lo_s, hi, hi_s, ptr)
+            else:
+                k = 0
+                while m.denominator != 1 and k < 20 and m != Fraction(1, 10 ** k):
+                    k += 1
+                if m != Fraction(1, 10 ** k):
+                    raise SchemaError(ptr + "/multipleOf", f"multipleOf {mult} on numbers is supported only "
+                                                           "for powers of ten (0.1, 0.01, ...)")
+                if lo is not None or hi is not None:
+                    raise SchemaError(ptr + "/multipleOf", "multipleOf on numbers together with minimum/maximum "
+                                                           "is not supported")
+                return _terminal(rf"-?(?:0|[1-9][0-9]*)(?:\.[0-9]{{1,{k}}}0*)?") if k else "integer"
+        if lo is None and hi is None:
+            return "integer" if integer else "number"
+        return self.rule_terminal(number_regex(lo, lo_s, hi, hi_s, integer, ptr))
+
+    def rule_terminal(self, regex: str) -> str:
+        return _terminal(regex)
+
+    def multiple_of(self, m: int, lo, lo_s, hi, hi_s, ptr: str) -> str:
+        if m == 1:
+            if lo is None and hi is None:
+                return "integer"
+            return _terminal(number_regex(lo, lo_s, hi, hi_s, True, ptr))
+        if lo is not None or hi is not None:
+            raise SchemaError(ptr + "/multipleOf", "multipleOf together with minimum/maximum is not supported")
+        if m > self.limits.max_multiple_of:
+            raise SchemaError(ptr + "/multipleOf", f"multipleOf {m} exceeds max_multiple_of="
+                                                   f"{self.limits.max_multiple_of}")
+        # remainder automaton over decimal digits: R_r ::= digit R_{(10r+d) mod m} | (end if r == 0)
+        base = self.count
+        names = [f"r{base}_{r}" for r in range(m)]
+        self.count += m
+        if self.count > self.limits.max_rules:
+            raise SchemaError(ptr + "/multipleOf", f"the grammar exceeds max_rules={self.limits.max_rules}")
+        for r in range(m):
+            alts = " | ".join(f'"{d}" {names[(10 * r + d) % m]}' for d in range(10))
+            self.rules.append(f"{names[r]} ::= {'(' + alts + ')?' if r == 0 else alts};")
+        first = [f'"{d}" {names[d % m]}' for d in range(1, 10)]
+        head = self.new_rule(" | ".join(first))
+        return f'#"{WS}-?0" | #"{WS}-?" {head}'
+
+    def t_string(self, s: dict, ptr: str) -> str:
+        lo, hi = s.get("minLength"), s.get("maxLength")
+        for k, v in (("minLength", lo), ("maxLength", hi)):
+            if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0):
+                raise SchemaError(f"{ptr}/{k}", f"{k} must be a non-negative integer")
+        if lo is not None and hi is not None and lo > hi:
+            raise Unsatisfiable(ptr, f"minLength {lo} is above maxLength {hi}")
+        fmt = s.get("format")
+        if isinstance(fmt, str) and fmt in SPEC_FORMATS_REFUSED:
+            raise SchemaError(ptr + "/format", f"format {fmt!r} is not supported")
+        fmt_re = FORMATS.get(fmt) if isinstance(fmt, str) else None
+        pat = s.get("pattern")
+        constraints = [x for x in (fmt_re is not None, pat is not None, lo not in (None, 0) or hi is not None) if x]
+        if len(constraints) == 2 and (lo not in (None, 0) or hi is not None):
+            # a length bound that the pattern or format already implies is dropped; otherwise refused
+            bounds = _length_bounds(FORMATS[fmt] if fmt_re is not None else pat, fmt_re is None)
+            if bounds is not None and bounds[0] >= (lo or 0) and (hi is None or (bounds[1] is not None
+                                                                                  and bounds[1] <= hi)):
+                lo, hi = None, None
+                constraints = constraints[:1]
+        if len(constraints) > 1:
+            which = [n for n, c in (("format", fmt_re is not None), ("pattern", pat is not None),
+                                    ("minLength/maxLength", lo not in (None, 0) or hi is not None)) if c]
+            raise SchemaError(ptr, f"{' together with '.join(which)} on one string is not supported")
+        if fmt_re is not None and len(constraints) == 1:
+            return _terminal(f'"{fmt_re}"')
+        if pat is not None:
+            from .regex import RegexError, compile_regex
+
+            body = f'"{pattern_regex(pat, ptr + "/pattern")}"'
+            try:
+                compile_regex(body)
+            except RegexError as e:
+                raise SchemaError(ptr + "/pattern", f"pattern {pat!r}: {str(e).split(': ', 1)[-1]}") from None
+            return _terminal(body)
+        if lo in (None, 0) and hi is None:
+            return "string"
+        lo, hi = int(lo or 0), None if hi is None else int(hi)
+        if max(lo, hi or 0) > self.limits.max_count:
+            raise SchemaError(ptr + ("/maxLength" if (hi or 0) > self.limits.max_count else "/minLength"),
+                              f"string length bound above max_count={self.limits.max_count} (setting ZAPFORMAT_MAX_COUNT)")
+        rep = f"{{{lo},{'' if hi is None else hi}}}"
+        return f"#'{WS}\"{STRING_CHAR}{rep}\"'"
+
+    # -------------------------------------------------------------- arrays
+    def t_array(self, s: dict, ptr: str) -> str:
+        prefix = s.get("prefixItems", [])
+        if not isinstance(prefix, list):
+            raise SchemaError(ptr + "/prefixItems", "prefixItems must be a list")
+        items = s.get("items", True)
+        lo, hi = s.get("minItems", 0), s.get("maxItems")
+        for k, v in (("minItems", lo), ("maxItems", hi)):
+            if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0):
+                raise SchemaError(f"{ptr}/{k}", f"{k} must be a non-negative integer")
+        lo, hi = int(lo), None if hi is None else int(hi)
+        if hi is not None and hi < lo:
+            raise Unsatisfiable(ptr, f"minItems {lo} is above maxItems {hi}")
+        elems = []
+        for i, sub in enumerate(prefix):
+            try:
+                elems.append(self.nonterminal(sub, f"{ptr}/prefixItems/{i}"))
+            except Unsatisfiable:
+                elems.append(None)  # this position (and any after it) cannot be filled
+                break
+        try:
+            item = None if items is False else self.nonterminal(items, ptr + "/items")
+        except Unsatisfiable:
+            item = None
+        # positions that can be filled: the prefix up to an impossible one, then items
+        if None in elems:
+            cut = elems.index(None)
+            elems, item = elems[:cut], None
+        cap = len(elems) if item is None else None
+        if cap is not None:
+            hi = cap if hi is None else min(hi, cap)
+        if hi is not None and hi < lo:
+            raise Unsatisfiable(ptr, f"at most {hi} items can be valid but minItems is {lo}")
+        top = max(len(elems), lo)
+        if hi is not None:
+            top = hi
+        if top - len(elems) > self.limits.max_count and (hi is not None or lo > self.limits.max_count):
+            raise SchemaError(ptr + ("/maxItems" if hi is not None else "/minItems"),
+                              f"item count bound above max_count={self.limits.max_count} (setting ZAPFORMAT_MAX_COUNT)")
+
+        def elem(k: int) -> str:
+            return elems[k] if k < len(elems) else item
+
+        # E(k): what may follow after k items (k >= 1); the unbounded tail is a loop once k >= max(prefix, lo)
+        loop_from = None if hi is not None else max(len(elems), lo, 1)
+        cont: dict[int, str] = {}
+
+        def E(k: int) -> str:
+            if loop_from is not None and k >= loop_from:
+                key = -1
+                if key not in cont:
+                    cont[key] = self.new_rule(f"(comma {item})*")
+                return cont[key]
+            if k in cont:
+                return cont[k]
+            if hi is not None and k >= hi:
+                cont[k] = ""
+                return ""
+            more = f"comma {elem(k)} {E(k + 1)}".strip()
+            cont[k] = self.new_rule(f"({more})?" if k >= lo else more)
+            return cont[k]
+
+        # Build from the far end so recursion depth stays small.
+        if hi is not None:
+            for k in range(hi, 0, -1):
+                E(k)
+        else:
+            for k in range(loop_from, 0, -1):
+                E(k)
+        inner = f"{elem(0)} {E(1)}" if (hi is None or hi >= 1) else None
+        if inner is None:
+            return "array_begin array_end"
+        return f"array_begin ({inner}){'?' if lo == 0 else ''} array_end"
+
+    # -------------------------------------------------------------- objects
+    def t_object(self, s: dict, ptr: str) -> str:
         props = s.get("properties", {})
         if not isinstance(props, dict):
             raise SchemaError(ptr + "/properties", "properties must be an object")
-        if not props:
-            return "object"
         required = s.get("required", [])
-        missing = [r for r in required if r not in props]
-        if missing:
-            raise SchemaError(ptr + "/required", f"required names no property: {missing}")
-        keys = list(props)
-        kv = [f"{_kbnf_regex_literal(k)} colon {self.nonterminal(props[k], f'{ptr}/properties/{k}')}" for k in keys]
-        opt = [k not in required for k in keys]
-        n = len(keys)
+        if not isinstance(required, list):
+            raise SchemaError(ptr + "/required", "required must be a list")
+        pattern_props = s.get("patternProperties", {}) or {}
+        ap = s.get("additionalProperties", True)
+        deps = s.get("dependentRequired", {}) or {}
+        forbidden = set(s.get("_forbidden", []))
+        lo, hi = int(s.get("minProperties", 0)), s.get("maxProperties")
+        hi = None if hi is None else int(hi)
+        if hi is not None and hi < lo:
+            raise Unsatisfiable(ptr, f"minProperties {lo} is above maxProperties {hi}")
+        if max(lo, hi or 0) > self.limits.max_count:
+            raise SchemaError(ptr + "/maxProperties", f"property count above max_count={self.limits.max_count}")
+        # Key patterns: which regex a key must match and the schema for its value.
+        pats = [(p, sub) for p, sub in pattern_props.items()]
+        # Names that must or may appear but are not declared become declared (with the extras' schema).
+        for name in list(required) + [k for k in deps] + [x for v in deps.values() for x in v]:
+            if name not in props:
+                matching = [sub for p, sub in pats if _search(p, name, ptr)]
+                if matching:
+                    props = {**props, name: matching[0] if len(matching) == 1 else {"allOf": matching}}
+                elif ap is not False:
+                    props = {**props, name: ap}
+        # Declared members: (name, nonterminal or None when the value can never be valid)
+        members = []
+        for name, sub in props.items():
+            if name in forbidden:
+                members.append((name, None))
+                continue
+            try:
+                members.append((name, self.nonterminal(sub, f"{ptr}/properties/{_esc(name)}")))
+            except Unsatisfiable:
+                members.append((name, None))
+        present = {n for n, nt in members if nt is not None}
+        for r in required:
+            if r not in present:
+                raise Unsatisfiable(ptr + "/required", f"required property {r!r} can have no valid value")
+        # Extras
+        extras = []  # (key regex over JSON string contents, value nonterminal)
+        if pats:
+            if ap is not False:
+                if all(sub in (True, {}) for _, sub in pats) and ap in (True, {}):
+                    pats = []
+                else:
+                    raise SchemaError(ptr + "/patternProperties", "patternProperties together with "
+                                                                  "additionalProperties other than false is not supported")
+            if len({_canon(sub) for _, sub in pats}) > 1:
+                raise SchemaError(ptr + "/patternProperties", "several patternProperties with different schemas "
+                                                              "are not supported")
+            for p, sub in pats:
+                pp = f"{ptr}/patternProperties/{_esc(p)}"
+                if any(_search(p, n, pp) for n in props):
+                    raise SchemaError(pp, "a patternProperties pattern that also matches a declared property name "
+                                          "is not supported")
+                try:
+                    extras.append((pattern_regex(p, pp), self.nonterminal(sub, pp)))
+                except Unsatisfiable:
+                    pass
+        elif ap is not False:
+            names = list(props) + sorted(forbidden)
+            if sum(len(n) + 1 for n in names) > self.limits.max_excluded_name_chars and "additionalProperties" not in s:
+                pass  # narrowing, stated: too many declared names to exclude; undeclared members are not generated
+            else:
+                try:
+                    val = self.nonterminal(ap, ptr + "/additionalProperties")
+                    extras.append((_not_names_regex(names) if names else SCHAR + "*", val))
+                except Unsatisfiable:
+                    pass
+        if not present and not extras:
+            if lo > 0:
+                raise Unsatisfiable(ptr, "no property can be present but minProperties > 0")
+            return "object_begin object_end"
+        if not present and not deps and lo == 0 and hi is None and extras == [(SCHAR + "*", "json_value")]:
+            return "object"
+        extra_nt = None
+        if extras:
+            alts = [f"{_terminal(chr(34) + k + chr(34))} colon {v}" for k, v in extras]
+            extra_nt = self.new_rule(" | ".join(alts))
+        return self.object_states(members, required, deps, extra_nt, lo, hi, ptr)
 
-        def rest(i: int) -> str:  # members i.. after at least one was written (each needs a comma)
-            return " ".join(f"(comma {kv[j]})?" if opt[j] else f"comma {kv[j]}" for j in range(i, n))
+    def choice(self, alts: list[str]) -> str | None:
+        """A rule for the alternatives ('' = the empty sequence); None when there are none; '' when only empty."""
+        if not alts:
+            return None
+        body = [a for a in dict.fromkeys(alts) if a]
+        if not body:
+            return ""
+        text = " | ".join(body)
+        return self.new_rule(f"({text})?" if "" in alts else text)
 
-        if not any(opt):
-            return f"object_begin {kv[0]} {rest(1)} object_end"
-        base = f"{ptr}#members"
-        first = []
-        for i in range(n):
-            self.count += 1
-            first.append(f"m{self.count}")
-        for i in range(n):  # first_i: the first written member is i or a later optional one
-            alts = [f"{kv[i]} {rest(i + 1)}".strip()]
-            if opt[i] and i + 1 < n:
-                alts.append(first[i + 1])
-            self.rules.append(f"{first[i]} ::= {' | '.join(alts)};")
-        self.names.setdefault(base, first[0])
-        all_optional = all(opt)
-        return f"object_begin {first[0]}{'?' if all_optional else ''} object_end"
+    def object_states(self, members, required, deps, extra_nt, lo, hi, ptr) -> str:
+        """Members in order, counting (for min/maxProperties) and tracking dependentRequired obligations."""
+        n = len(members)
+        kv = [None if nt is None else f"{_kbnf_regex_literal(name)} colon {nt}" for name, nt in members]
+        index = {name: i for i, (name, _) in enumerate(members)}
+        req = set(required)
+        cap = (hi + 1) if hi is not None else max(lo, 1)
+        memo: dict = {}
+        tracked = {x for bs in deps.values() for x in bs}
+        xmemo: dict = {}
 
-    def array(self, s: dict, ptr: str) -> str:
-        item = self.nonterminal(s.get("items", True), ptr + "/items")
-        lo, hi = int(s.get("minItems", 0)), s.get("maxItems")
-        if hi is not None and int(hi) < lo:
-            raise SchemaError(ptr + "/maxItems", "maxItems is below minItems")
-        if lo == 0 and hi is None:
-            return f"array_begin ({item} (comma {item})*)? array_end"
-        if hi is not None and int(hi) > 50:
-            raise SchemaError(ptr + "/maxItems", "maxItems above 50 is not supported")
-        req = [item] + [f"comma {item}"] * (max(lo, 1) - 1)
-        tail = f"(comma {item})*" if hi is None else " ".join([f"(comma {item})?"] * (int(hi) - max(lo, 1)))
-        inner = f"{' '.join(req)} {tail}".strip()
-        return f"array_begin ({inner}){'?' if lo == 0 else ''} array_end"
+        def extras(k: int) -> str | None:
+            key = min(k, cap)
+            if key in xmemo:
+                return xmemo[key]
+            if extra_nt is not None and hi is None and k >= max(lo, 1):
+                xmemo[key] = self.new_rule(f"(comma {extra_nt})*")
+                return xmemo[key]
+            alts = [""] if k >= lo else []
+            if extra_nt is not None and (hi is None or k < hi):
+                nxt = extras(k + 1)
+                if nxt is not None:
+                    alts.append(f"{'comma ' if k else ''}{extra_nt} {nxt}".strip())
+            xmemo[key] = self.choice(alts)
+            return xmemo[key]
 
-    def string(self, s: dict, ptr: str) -> str:
-        if "pattern" in s:
-            pat = s["pattern"]
-            pat = pat[1:] if pat.startswith("^") else pat  # JSON Schema patterns are searched; we match whole
-            pat = pat[:-1] if pat.endswith("$") and not pat.endswith("\\$") else pat
-            if any(a in pat.replace("\\^", "").replace("\\$", "") for a in "^$"):
-                raise SchemaError(ptr + "/pattern", "anchors ^ and $ are not supported (patterns match whole strings)")
-            body = pat.replace("\\", "\\\\").replace("'", "\\'")
-            return f"#'{WS}\"{body}\"'"
-        lo, hi = s.get("minLength"), s.get("maxLength")
-        if lo is None and hi is None:
-            return "string"
-        rep = f"{{{int(lo or 0)},{'' if hi is None else int(hi)}}}"
-        return f"#'{WS}\"{STRING_CHAR}{rep}\"'"
+        def state(i: int, k: int, owed: frozenset, written: frozenset) -> str | None:
+            key = (i, min(k, cap), owed, written)
+            if key in memo:
+                return memo[key]
+            if i == n:
+                memo[key] = None if owed else extras(k)
+                return memo[key]
+            name = members[i][0]
+            alts = []
+            need = [b for b in deps.get(name, []) if b != name]
+            ok = kv[i] is not None and (hi is None or k < hi) and \
+                all(index.get(b, -1) > i or b in written for b in need)
+            if ok:
+                nxt = state(i + 1, k + 1, frozenset((owed | {b for b in need if index.get(b, -1) > i}) - {name}),
+                            written | ({name} & tracked))
+                if nxt is not None:
+                    alts.append(f"{'comma ' if k else ''}{kv[i]} {nxt}".strip())
+            if name not in req and name not in owed:
+                nxt = state(i + 1, k, owed, written)
+                if nxt is not None:
+                    alts.append(nxt)
+            memo[key] = self.choice(alts)
+            return memo[key]
+
+        first = state(0, 0, frozenset(), frozenset())
+        if first is None:
+            raise Unsatisfiable(ptr, "no combination of properties satisfies required/dependentRequired/"
+                                     "minProperties/maxProperties")
+        return f"object_begin {first} object_end"
 
 
-def schema_to_kbnf(schema) -> str:
-    """KBNF text whose ``start`` accepts exactly the JSON texts valid under ``schema`` (supported subset)."""
+def _length_bounds(pattern: str, searched: bool) -> tuple[int, int | None] | None:
+    """(min, max) string length in characters of what a pattern/format regex matches (None: unknown)."""
+    from .regex import RegexError, parse
+
+    try:
+        pat = _ecma_to_rust(pattern, "") if searched else pattern
+        start = pat.startswith("^") if searched else True
+        end = (pat.endswith("$") and not pat.endswith("\\$")) if searched else True
+        core = pat[1 if searched and start else 0: len(pat) - 1 if searched and end else len(pat)]
+        node = parse(f"(?:{core})")
+    except (RegexError, SchemaError):
+        return None
+
+    def rec(n):
+        k = n[0]
+        if k == "set":
+            return 1, 1
+        if k == "cat":
+            lo, hi = 0, 0
+            for x in n[1]:
+                a, b = rec(x)
+                lo += a
+                hi = None if hi is None or b is None else hi + b
+            return lo, hi
+        if k == "alt":
+            bs = [rec(x) for x in n[1]]
+            return min(b[0] for b in bs), None if any(b[1] is None for b in bs) else max(b[1] for b in bs)
+        a, b = rec(n[1])
+        return a * n[2], None if n[3] is None or b is None else b * n[3]
+
+    lo, hi = rec(node)
+    return lo, hi if (start and end) else None
+
+
+def _search(pattern: str, name: str, ptr: str) -> bool:
+    """Does the (ECMA) pattern match somewhere in name? Undecidable here -> assume it does (then refused)."""
+    try:
+        return re.search(_ecma_to_rust(pattern, ptr), name) is not None
+    except re.error:
+        return True
+
+
+def _esc(name: str) -> str:
+    return str(name).replace("~", "~0").replace("/", "~1")
+
+
+def _unknown(s: dict) -> set:
+    return {k for k in s if k not in ASSERTIONS and k not in ANNOTATIONS and not k.startswith("_not_")
+            and k != "_forbidden"}
+
+
+def _has_assertions(s: dict) -> bool:
+    return any(k in ASSERTIONS or k.startswith("_not_") or k == "_forbidden" for k in s)
+
+
+def schema_to_kbnf(schema, limits: Limits | None = None) -> str:
+    """KBNF text whose ``start`` accepts exactly the JSON texts valid under ``schema`` (see the module doc)."""
     if isinstance(schema, str):
         try:
             schema = json.loads(schema)
         except json.JSONDecodeError as e:
             raise SchemaError("", f"not valid JSON (line {e.lineno}, column {e.colno}: {e.msg})") from None
+    if schema is True:
+        schema = {}
+    if schema is False:
+        raise Unsatisfiable("", "the schema is false")
     if not isinstance(schema, dict):
         raise SchemaError("", "the schema must be a JSON object")
-    c = _Converter(schema)
-    root = c.nonterminal(schema, "")
-    return f"start ::= {root};\n" + "\n".join(c.rules) + "\n" + HEADER
+    c = _Converter(schema, limits or LIMITS)
+    try:
+        root = c.nonterminal(schema, "#")
+    except RecursionError:
+        raise SchemaError("", "the schema nests too deeply") from None
+    return f"start ::= {root};\n" + "\n".join(r for r in c.rules if r) + "\n" + HEADER
 
 
 def regex_to_kbnf(pattern: str) -> str:

@@ -46,8 +46,16 @@ class EagerEntry:
     disallowed: int  # rank bitset: the regex dies on these before it could end
 
 
-def eager_regex_cache(grammar: Grammar, vocab: Vocabulary, min_tokens: int) -> dict[tuple[int, int], EagerEntry]:
-    """Walk every token through every regex DFA from every state (vectorised over tokens)."""
+EAGER_MAX_STATES = 256  # deviation, stated: kbnf caches every regex; bigger DFAs (long counted strings) are simulated
+
+
+def eager_regex_cache(grammar: Grammar, vocab: Vocabulary, min_tokens: int,
+                      max_states: int = EAGER_MAX_STATES) -> dict[tuple[int, int], EagerEntry]:
+    """Walk every token through every regex DFA from every state (vectorised over tokens).
+
+    Regexes with more than ``max_states`` DFA states are left out (their tokens are simulated, the masks
+    are the same): the table costs states × vocabulary, which for a 255-character string bound on a
+    49k vocabulary would be gigabytes."""
     out: dict[tuple[int, int], EagerEntry] = {}
     if vocab.n == 0:
         return out
@@ -56,6 +64,8 @@ def eager_regex_cache(grammar: Grammar, vocab: Vocabulary, min_tokens: int) -> d
     inverse[order] = np.arange(len(order))
     counts = [(lens > i).sum() for i in range(mat.shape[1])]
     for rid, dfa in enumerate(grammar.regexes):
+        if dfa.n_states > max_states:
+            continue
         trans, acc = dfa.trans, dfa.accept
         S = dfa.n_states
         cur = np.repeat(np.arange(S, dtype=np.int32)[:, None], vocab.n, axis=1)

@@ -445,14 +445,19 @@ def _minimize(trans: np.ndarray, accept: np.ndarray) -> tuple[np.ndarray, np.nda
     """Moore partition refinement; the dead state -1 is its own class."""
     n = len(accept)
     cls = accept.astype(np.int64)
+    # Bytes with identical columns behave alike: refine over one representative column per byte class.
+    _, col_idx = np.unique(trans, axis=1, return_index=True)
+    small = trans[:, np.sort(col_idx)]
+    n_cls = len(np.unique(cls))
     while True:
         ext = np.concatenate([cls, [-1]])  # index -1 -> dead
-        sig = np.concatenate([cls[:, None], ext[trans]], axis=1)
-        _, new = np.unique(sig, axis=0, return_inverse=True)
-        new = new.reshape(-1)
-        if len(np.unique(new)) == len(np.unique(cls)):
+        sig = np.concatenate([cls[:, None], ext[small]], axis=1)
+        index: dict = {}
+        new = np.fromiter((index.setdefault(row, len(index)) for row in map(bytes, sig)), dtype=np.int64,
+                          count=n)
+        if len(index) == n_cls:
             break
-        cls = new
+        cls, n_cls = new, len(index)
     # Renumber so that the start state's class is 0 and classes appear in BFS order.
     order, seen = [], {}
     queue = [int(cls[0])]

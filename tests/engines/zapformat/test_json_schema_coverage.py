@@ -1,0 +1,220 @@
+"""JSON Schema coverage of the compiler: every keyword accepts its valid instances and rejects the invalid ones
+(through the engine's recognizer, byte by byte, and on a few schemas token by token with masks), refusals name
+the keyword and its JSON pointer, and bad input fails fast with a clear error."""
+from __future__ import annotations
+
+import json
+import time
+
+import jsonschema
+import numpy as np
+import pytest
+
+from engines.zapformat.earley import Recognizer
+from engines.zapformat.frontend import InputError, to_kbnf
+from engines.zapformat.grammar import compile_grammar
+from engines.zapformat.json_schema import Limits, SchemaError, Unsatisfiable, number_regex, schema_to_kbnf
+from engines.zapformat.maskbench import serialise
+
+
+def accepts(grammar, text: str) -> bool:
+    r = Recognizer(grammar)
+    return r.accept_bytes(text.encode()) and r.cols[-1].finished_here
+
+
+# (keyword, schema, valid instances, invalid instances); instances are JSON texts (compact, schema order)
+CASES = [
+    ("type", {"type": ["string", "null"]}, ['"a"', "null"], ["1", "true", "{}"]),
+    ("minimum/maximum", {"type": "integer", "minimum": -3, "maximum": 250}, ["-3", "0", "99", "250", "7.0"],
+     ["-4", "251", "1000", "1.5", '"5"']),
+    ("exclusiveMinimum/Maximum", {"type": "number", "exclusiveMinimum": 0.5, "exclusiveMaximum": 2},
+     ["0.51", "1", "1.999", "0.5000001"], ["0.5", "2", "2.0", "0.49", "-1"]),
+    ("minimum draft-4 boolean", {"$schema": "http://json-schema.org/draft-04/schema#", "type": "number", "minimum": 1,
+                                  "exclusiveMinimum": True}, ["1.01", "3"],
+     ["1", "0.9"]),
+    ("multipleOf integer", {"type": "integer", "multipleOf": 7}, ["0", "7", "-14", "700"], ["1", "15", "-8"]),
+    ("multipleOf 0.01", {"type": "number", "multipleOf": 0.01}, ["1", "1.5", "1.25", "-3.10"], ["1.255", "0.001"]),
+    ("enum filtered by type", {"type": "string", "enum": ["a", 1, "b"]}, ['"a"', '"b"'], ["1", '"c"']),
+    ("const object", {"const": {"a": [1, 2]}}, ['{"a":[1,2]}', '{ "a" : [ 1 , 2 ] }'], ['{"a":[1]}', "1"]),
+    ("anyOf", {"anyOf": [{"type": "integer", "maximum": 3}, {"type": "string", "maxLength": 2}]},
+     ["3", '"ab"'], ["4", '"abc"', "null"]),
+    ("oneOf disjoint", {"oneOf": [{"type": "integer"}, {"type": "string"}]}, ["1", '"x"'], ["null"]),
+    ("allOf merged", {"allOf": [{"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]},
+                                {"properties": {"a": {"minimum": 2}, "b": {"type": "string"}}}]},
+     ['{"a":2}', '{"a":5,"b":"x"}'], ['{"a":1}', '{"b":"x"}', '{"a":2,"b":3}']),
+    ("not type", {"not": {"type": ["string", "object"]}}, ["1", "null", "[]"], ['"a"', "{}"]),
+    ("not required", {"type": "object", "properties": {"a": {}, "b": {}}, "not": {"required": ["b"]}},
+     ['{"a":1}', "{}"], ['{"b":1}', '{"a":1,"b":2}']),
+    ("prefixItems + items false", {"type": "array", "prefixItems": [{"type": "integer"}, {"type": "string"}],
+                                   "items": False}, ["[]", "[1]", '[1,"a"]'], ['[1,"a",2]', '["a"]']),
+    ("draft-7 items array", {"$schema": "http://json-schema.org/draft-07/schema#", "type": "array",
+                             "items": [{"type": "integer"}], "additionalItems": {"type": "string"}},
+     ['[1,"a","b"]', "[1]"], ["[1,2]", '["a"]']),
+    ("minItems/maxItems large", {"type": "array", "items": {"type": "integer"}, "minItems": 2, "maxItems": 120},
+     ["[1,2]", "[" + ",".join(["1"] * 120) + "]"], ["[1]", "[" + ",".join(["1"] * 121) + "]"]),
+    ("minProperties/maxProperties", {"type": "object", "minProperties": 1, "maxProperties": 2},
+     ['{"a":1}', '{"a":1,"b":2}'], ["{}", '{"a":1,"b":2,"c":3}']),
+    ("additionalProperties false", {"type": "object", "properties": {"a": {"type": "integer"}},
+                                    "additionalProperties": False}, ['{"a":1}', "{}"], ['{"a":1,"b":2}', '{"b":2}']),
+    ("additionalProperties schema", {"type": "object", "properties": {"a": {"type": "integer"}},
+                                     "additionalProperties": {"type": "string"}},
+     ['{"a":1,"b":"x"}', '{"ab":"y"}', '{"":"z"}'], ['{"a":"x"}', '{"b":1}', '{"a":1,"b":2}']),
+    ("additionalProperties default", {"type": "object", "properties": {"a": {"type": "integer"}}},
+     ['{"a":1,"b":[true]}', '{"b":null}'], ['{"a":"x"}']),
+    ("patternProperties", {"type": "object", "patternProperties": {"^x-[a-z]+$": {"type": "integer"}},
+                           "additionalProperties": False}, ['{"x-ab":1}', "{}"], ['{"x-ab":"1"}', '{"y":1}']),
+    ("dependentRequired", {"type": "object", "properties": {"a": {}, "b": {}, "c": {}},
+                           "dependentRequired": {"c": ["a"]}},
+     ['{"a":1,"c":2}', '{"b":1}', "{}"], ['{"c":2}', '{"b":1,"c":2}']),
+    ("required undeclared", {"type": "object", "required": ["id"]}, ['{"id":1}', '{"id":1,"x":2}'], ["{}", '{"x":2}']),
+    ("minLength/maxLength", {"type": "string", "minLength": 2, "maxLength": 3}, ['"ab"', '"a\\nb"', '"中文"'],
+     ['"a"', '"abcd"']),
+    ("pattern searched", {"type": "string", "pattern": "[0-9]{3}"}, ['"a123b"', '"123"'], ['"12a"', '""']),
+    ("pattern anchored", {"type": "string", "pattern": "^\\d{2}-[A-Z]+$"}, ['"12-AB"'], ['"12-ab"', '"x12-AB"']),
+    ("pattern quote class", {"type": "string", "pattern": '^[^a]*$'}, ['"x\\"y"', '"b"'], ['"bab"']),
+    ("format date", {"type": "string", "format": "date"}, ['"2024-02-29"', '"2023-12-31"'],
+     ['"2023-02-29"', '"2023-13-01"', '"2023-1-01"']),
+    ("format time", {"type": "string", "format": "time"}, ['"23:59:59Z"', '"08:30:06.5+02:00"'],
+     ['"24:00:00Z"', '"08:30:06"']),
+    ("format date-time", {"type": "string", "format": "date-time"}, ['"2024-01-02T03:04:05Z"'],
+     ['"2024-01-02 03:04"', '"2024-01-02"']),
+    ("format email", {"type": "string", "format": "email"}, ['"a.b@example.com"'], ['"a@"', '"ab.com"']),
+    ("format uuid", {"type": "string", "format": "uuid"}, ['"123e4567-e89b-12d3-a456-426614174000"'],
+     ['"123e4567-e89b-12d3-a456"']),
+    ("format uri", {"type": "string", "format": "uri"}, ['"https://example.com/a?b=c#d"'], ['"no scheme"', '"/path"']),
+    ("format ipv4", {"type": "string", "format": "ipv4"}, ['"192.168.0.1"'], ['"256.1.1.1"', '"1.2.3"']),
+    ("format ipv6", {"type": "string", "format": "ipv6"}, ['"::1"', '"2001:db8::ff00:42:8329"'],
+     ['"12345::"', '"1:2:3"']),
+    ("$ref recursion", {"$defs": {"node": {"type": "object", "properties": {"v": {"type": "integer"},
+                                                                          "next": {"$ref": "#/$defs/node"}},
+                                           "required": ["v"], "additionalProperties": False}},
+                        "$ref": "#/$defs/node"},
+     ['{"v":1}', '{"v":1,"next":{"v":2,"next":{"v":3}}}'], ['{"v":1,"next":{}}', '{"next":{"v":1}}']),
+    ("$ref with siblings", {"$defs": {"n": {"type": "integer"}}, "$ref": "#/$defs/n", "maximum": 5}, ["5"],
+     ["6", '"a"']),
+    ("$ref anchor", {"$defs": {"n": {"$anchor": "num", "type": "integer"}}, "$ref": "#num"}, ["1"], ['"a"']),
+    ("unknown keywords ignored", {"type": "integer", "x-extension": 1, "readonly": True}, ["1"], ['"a"']),
+]
+
+
+@pytest.mark.parametrize("keyword, schema, valid, invalid", CASES, ids=[c[0] for c in CASES])
+def test_keyword_accepts_valid_rejects_invalid(keyword, schema, valid, invalid):
+    g = compile_grammar(schema_to_kbnf(schema))
+    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    validator = cls(schema, format_checker=cls.FORMAT_CHECKER)
+    for text in valid:
+        assert validator.is_valid(json.loads(text)), f"test data: {text} should be valid"
+        assert accepts(g, text), f"{keyword}: valid {text} rejected"
+    for text in invalid:
+        assert not accepts(g, text), f"{keyword}: invalid {text} accepted"
+
+
+@pytest.mark.parametrize("schema, pointer, word", [
+    ({"type": "array", "uniqueItems": True}, "/uniqueItems", "uniqueItems"),
+    ({"properties": {"a": {"type": "array", "contains": {"type": "integer"}}}}, "/properties/a/contains", "contains"),
+    ({"if": {"type": "integer"}, "then": {"minimum": 1}}, "/if", "if/then/else"),
+    ({"type": "object", "propertyNames": {"maxLength": 3}}, "/propertyNames", "propertyNames"),
+    ({"oneOf": [{"type": "integer"}, {"minimum": 2}]}, "/oneOf", "oneOf"),
+    ({"type": "string", "pattern": "(?=a)b"}, "/pattern", "look-around"),
+    ({"type": "string", "format": "idn-email"}, "/format", "idn-email"),
+    ({"type": "string", "pattern": "^a+$", "maxLength": 3}, "/", "pattern together with minLength/maxLength"),
+    ({"$ref": "https://example.com/s.json"}, "/", "only local $ref"),
+])
+def test_unsupported_keywords_are_refused_by_name_and_pointer(schema, pointer, word):
+    with pytest.raises(SchemaError) as e:
+        schema_to_kbnf(schema)
+    assert e.value.pointer == pointer and word in str(e.value)
+
+
+@pytest.mark.parametrize("schema, message", [
+    ({"type": "integer", "minimum": 5, "maximum": 1}, "unsatisfiable"),
+    ({"type": "integer", "exclusiveMinimum": 1, "exclusiveMaximum": 2}, "unsatisfiable"),
+    ({"type": "array", "minItems": 3, "maxItems": 1}, "unsatisfiable"),
+    ({"type": "object", "properties": {"a": False}, "required": ["a"]}, "unsatisfiable"),
+    ({"allOf": [{"type": "string"}, {"type": "integer"}]}, "unsatisfiable"),
+    ({"type": "strnig"}, "unknown type"),
+    ({"type": "string", "minLength": -1}, "minLength must be a non-negative integer"),
+    ({"enum": []}, "enum must be a non-empty list"),
+    ({"$ref": "#/$defs/missing"}, "does not resolve"),
+    ({"type": "string", "pattern": "(a|b)*a(a|b){15}"}, "DFA larger than"),
+    ({"type": "string", "pattern": "[a"}, "pattern '[a'"),
+])
+def test_bad_schemas_fail_fast_with_a_clear_error(schema, message):
+    t0 = time.perf_counter()
+    with pytest.raises(InputError) as e:
+        to_kbnf("json_schema", json.dumps(schema))
+    assert message in str(e.value) and time.perf_counter() - t0 < 10
+
+
+def test_unsatisfiable_branch_is_dropped_not_fatal():
+    g = compile_grammar(schema_to_kbnf({"anyOf": [{"type": "integer", "minimum": 5, "maximum": 1}, {"type": "null"}]}))
+    assert accepts(g, "null") and not accepts(g, "3")
+    with pytest.raises(Unsatisfiable):
+        schema_to_kbnf({"anyOf": [{"type": "integer", "minimum": 5, "maximum": 1}]})
+
+
+def test_size_limits_name_the_setting():
+    wide = {"type": "object", "properties": {f"p{i}": {"type": "integer"} for i in range(40)}}
+    with pytest.raises(SchemaError, match="max_rules=20"):
+        schema_to_kbnf(wide, Limits(max_rules=20))
+    with pytest.raises(SchemaError, match="max_grammar_chars=500"):
+        schema_to_kbnf(wide, Limits(max_grammar_chars=500))
+    with pytest.raises(SchemaError, match="max_count=1000"):
+        schema_to_kbnf({"type": "array", "maxItems": 5000, "minItems": 2000})
+    deep = {"type": "object", "properties": {"a": {}}}
+    for _ in range(400):
+        deep = {"type": "object", "properties": {"a": deep}}
+    with pytest.raises(SchemaError):
+        schema_to_kbnf(deep, Limits(max_rules=100))
+
+
+def test_number_regex_matches_decimal_comparison():
+    """The digit-level interval regexes agree with exact rational comparison on a grid of numbers."""
+    import re
+    from fractions import Fraction
+
+    texts = [f"{i}{f}" for i in range(-40, 41) for f in ("", ".0", ".5", ".25", ".05", ".999")] + ["-0", "-0.0"]
+    for lo, ls, hi, hs in [(-2.5, False, 7, True), (0.25, True, 0.3, False), (None, False, -1.05, False),
+                           (3, True, None, False), (-0.5, False, 0.5, True)]:
+        for integer in (False, True):
+            try:
+                rx = re.compile(number_regex(lo, ls, hi, hs, integer, ""))
+            except Unsatisfiable:
+                rx = re.compile("(?!)")
+            for t in texts:
+                v = Fraction(t)
+                want = (not integer or v.denominator == 1) and \
+                    (lo is None or (v > Fraction(str(lo)) if ls else v >= Fraction(str(lo)))) and \
+                    (hi is None or (v < Fraction(str(hi)) if hs else v <= Fraction(str(hi))))
+                assert (rx.fullmatch(t) is not None) == want, (lo, ls, hi, hs, integer, t)
+
+
+def test_keywords_through_the_engine_with_masks():
+    """Token by token through ConstrainedEngine (real 2,048-merge Qwen2.5 BPE): every target token is in the mask,
+    the valid instance finishes, the invalid one leaves the mask."""
+    from engines.zapformat.encoders import load_encoder
+    from engines.zapformat.masks import ConstrainedEngine
+
+    enc = load_encoder("qwen2.5-mini")
+    schema = {"type": "object", "properties": {"day": {"type": "integer", "minimum": 1, "maximum": 7},
+                                               "when": {"type": "string", "format": "date"}},
+              "required": ["day"], "additionalProperties": False}
+    e = ConstrainedEngine.build(to_kbnf("json_schema", json.dumps(schema)), enc.vocab)
+    for text, ok in (('{"day":7,"when":"2024-02-29"}', True), ('{"day":8}', False), ('{"day":1,"when":"2023-02-29"}',
+                                                                                       False)):
+        e.reset()
+        alive = True
+        for tok in enc.encode(text):
+            m = e.compute_mask()
+            if not m[tok]:
+                alive = False
+                break
+            assert e.accept_token(tok)
+        assert (alive and e.finished) == ok, text
+
+
+def test_serialise_orders_members_like_the_schema():
+    schema = {"type": "object", "properties": {"b": {"type": "object", "properties": {"y": {}, "x": {}}}, "a": {}},
+              "required": ["z"]}
+    assert serialise({"z": 0, "a": 1, "b": {"x": 1, "y": 2}}, schema) == '{"b":{"y":2,"x":1},"a":1,"z":0}'
+    assert np.all(np.array([1]))
