@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed
 # Packages whose declared dependencies are wrong for us (CLI plugins, old pins): installed --no-deps.
 NODEPS := requirements-nodeps.txt
 
-.PHONY: install run test test-fast bench reproduce models lint clean fuzz docker-check faults load
+.PHONY: install run test test-fast bench reproduce models lint clean fuzz docker-check faults load cancel
 
 $(PY):
 	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -42,6 +42,12 @@ fuzz: install
 # a corrupt cached model; deselected from `make test`.
 faults: install
 	PAPERLAB_PROFILE=test PAPERLAB_FAULT_TESTS=1 $(PY) -m pytest -q -m fault tests/reliability $(PYTEST_ARGS)
+
+# Every registry entry started, cancelled once inside its loop and timed (bound 10 s; docs/reliability.md);
+# `make test` runs the entries that start quickly. Writes docs/reliability-cancel.tsv.
+cancel: install
+	PAPERLAB_PROFILE=test PAPERLAB_CANCEL_TESTS=1 PAPERLAB_CANCEL_REPORT=docs/reliability-cancel.tsv \
+		$(PY) -m pytest -q -rxX tests/reliability/test_cancel_entries.py $(PYTEST_ARGS)
 
 # Load: concurrent gradio_client sessions against the app (started with its embedded worker unless URL=…);
 # writes docs/reliability-load.tsv and .png. LOAD_ARGS="--clients 20 --seconds 120" (the defaults).

@@ -25,6 +25,12 @@ from tests.helpers import (  # noqa: E402,F401  (fixtures re-exported)
 )
 
 
+def pytest_configure(config):
+    # Registered here, not in pyproject.toml (an edit there makes `make` reinstall the package).
+    config.addinivalue_line("markers", "cancel_full: per-entry cancellation of entries slow to start (make cancel; "
+                                       "deselected from make test unless PAPERLAB_CANCEL_TESTS=1)")
+
+
 def pytest_collection_modifyitems(config, items):
     for item in items:
         if "/e2e/" in str(item.fspath):
@@ -35,6 +41,12 @@ def pytest_collection_modifyitems(config, items):
         if faults:
             config.hook.pytest_deselected(items=faults)
             items[:] = [item for item in items if not item.get_closest_marker("fault")]
+    # Per-entry cancellation of the entries that are slow to start runs in `make cancel`.
+    if os.environ.get("PAPERLAB_CANCEL_TESTS", "") != "1":
+        slow = [item for item in items if item.get_closest_marker("cancel_full")]
+        if slow:
+            config.hook.pytest_deselected(items=slow)
+            items[:] = [item for item in items if not item.get_closest_marker("cancel_full")]
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):

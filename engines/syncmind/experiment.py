@@ -20,7 +20,8 @@ from .sandbox import Limits
 from .sources import get_instance, head_dir, instance_set
 
 
-def make_agent(name: str, inst: Instance, llm: LLMParams | None = None) -> Agent:
+def make_agent(name: str, inst: Instance, llm: LLMParams | None = None,
+               cancelled: Callable[[], bool] | None = None) -> Agent:
     if name == "gold":
         return GoldReplayAgent(inst)
     if name == "noop":
@@ -30,7 +31,7 @@ def make_agent(name: str, inst: Instance, llm: LLMParams | None = None) -> Agent
     from .llm_agent import LLMAgent, openai_chat, smollm2_chat
 
     llm = llm or LLMParams()
-    chat = openai_chat(llm) if name == "openai" else smollm2_chat(llm)
+    chat = openai_chat(llm) if name == "openai" else smollm2_chat(llm, cancelled)
     return LLMAgent(chat, name=name)
 
 
@@ -96,7 +97,7 @@ def episode(params: dict | EpisodeParams, ctx: JobContext | None = None) -> Epis
     inst = get_instance(p.repo, p.instance_id)
     ctx.progress(0.02, f"preparing {inst.instance_id}")
     head = head_dir(p.repo)
-    agent = make_agent(p.agent, inst, p.llm)
+    agent = make_agent(p.agent, inst, p.llm, ctx.cancelled)
     cfg = env_config(p)
     turns: list[dict] = []
 
@@ -140,7 +141,7 @@ def batch(params: dict | BatchParams, ctx: JobContext | None = None) -> BatchOut
         cfg = env_config(p.model_copy(update={"mode": mode}))
         for inst in insts:
             ctx.check_cancelled()
-            res = run_episode(inst, make_agent(agent_name, inst, p.llm), cfg, head,
+            res = run_episode(inst, make_agent(agent_name, inst, p.llm, ctx.cancelled), cfg, head,
                               make_collaborator(p.collaborator, inst, p.llm), cancelled=ctx.cancelled, cache=cache)
             d = res.to_dict()
             d.pop("log")

@@ -103,7 +103,7 @@ def openai_chat(llm: LLMParams, timeout: float = 120.0) -> Chat:
     return chat
 
 
-def smollm2_chat(llm: LLMParams) -> Chat:
+def smollm2_chat(llm: LLMParams, cancelled: Callable[[], bool] | None = None) -> Chat:
     """SmolLM2-135M-Instruct (or ``llm.model``) through the zoo loader, greedy by default."""
     from engines.common.settings import get_settings
     from engines.common.zoo.smollm2 import load_smollm2
@@ -125,6 +125,10 @@ def smollm2_chat(llm: LLMParams) -> Chat:
                       pad_token_id=tok.eos_token_id)
             if llm.temperature > 0:
                 kw["temperature"] = llm.temperature
+            if cancelled is not None:  # a turn of up to max_new_tokens stops at the next token on Stop
+                from engines.common.context import stop_generation_when
+
+                kw["stopping_criteria"] = stop_generation_when(cancelled)
             out = model.generate(ids, attention_mask=torch.ones_like(ids), **kw)
         return tok.decode(out[0, ids.shape[1]:], skip_special_tokens=True)
 
