@@ -10,6 +10,8 @@ os.environ.setdefault("PAPERLAB_DATA_DIR", tempfile.mkdtemp(prefix="paperlab-tes
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("MPLBACKEND", "Agg")
+# Test workers keep the normal CPU priority (timing and CPU-use checks on a shared machine).
+os.environ.setdefault("PAPERLAB_WORKER_NICE", "0")
 os.environ.setdefault("PAPERLAB_SCREENSHOT_DIR", os.path.join(os.environ["PAPERLAB_DATA_DIR"], "screenshots"))
 
 import pytest  # noqa: E402

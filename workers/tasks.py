@@ -13,7 +13,7 @@ from typing import Any
 
 from celery import shared_task
 from celery.exceptions import Ignore, SoftTimeLimitExceeded
-from celery.signals import worker_shutting_down
+from celery.signals import worker_init, worker_shutting_down
 from celery.utils.log import get_task_logger
 
 from engines import registry
@@ -46,6 +46,20 @@ FINAL_STATES = ("SUCCESS", "FAILURE", "REVOKED", CANCELLED)
 
 #: When this worker process was asked to stop (SIGTERM / warm shutdown), as time.monotonic().
 _SHUTDOWN: dict[str, float | None] = {"at": None}
+
+
+@worker_init.connect
+def _lower_priority(**_kw) -> None:
+    """Jobs yield the CPU to the web process (``PAPERLAB_WORKER_NICE``): under load the interactive
+    endpoints stay fast while jobs take a little longer. Threads and pool children inherit it."""
+    import os
+
+    n = get_settings().worker_nice
+    if n > 0:
+        try:
+            os.nice(n)
+        except OSError as e:  # pragma: no cover - not permitted here: run at the normal priority
+            logger.warning("worker priority unchanged (%s)", e)
 
 
 @worker_shutting_down.connect

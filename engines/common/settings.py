@@ -43,6 +43,9 @@ class Settings(BaseSettings):
     job_record_max_bytes: int = Field(default=64 * 1024, ge=0)
     embedded_worker: bool = True
     embedded_concurrency: int = Field(default=1, ge=1, le=16)
+    # Workers (embedded and separate) lower their CPU priority by this much at start, so that on a small
+    # machine the web process answers interactive requests ahead of the jobs' computing (0 = unchanged).
+    worker_nice: int = Field(default=10, ge=0, le=19)
 
     # Limits of the web process (app/limits.py): jobs it waits for, queued or running. Past a limit a request
     # is refused at once with "busy, try again".
