@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed
 # Packages whose declared dependencies are wrong for us (CLI plugins, old pins): installed --no-deps.
 NODEPS := requirements-nodeps.txt
 
-.PHONY: install run test test-fast bench reproduce models lint clean fuzz docker-check faults load cancel
+.PHONY: install run test test-fast bench reproduce models lint clean fuzz docker-check faults load load-redis cancel
 
 $(PY):
 	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -53,6 +53,10 @@ cancel: install
 # writes docs/reliability-load.tsv and .png. LOAD_ARGS="--clients 20 --seconds 120" (the defaults).
 load: install
 	$(PY) benchmarks/load.py $(if $(URL),--url $(URL)) $(LOAD_ARGS)
+
+# The same against Redis with 2 separate Celery workers (benchmarks/load_redis.sh starts and stops them).
+load-redis: install
+	PY=$(PY) benchmarks/load_redis.sh --out docs/reliability-load-redis $(LOAD_ARGS)
 
 # Budgets (start-up time ...), measured and reported; not part of `make test`. Run on an idle machine.
 bench: install
