@@ -309,8 +309,8 @@ def _heldout_record_path():
 
 
 def heldout_first_run() -> None:
-    """``python -m engines.prototype.reproduce heldout-first-run``: the one and only first run of every mapper
-    on the frozen held-out set. It records each row's raw outcome (refused, message, changed parameters) in
+    """``python -m engines.prototype.reproduce heldout-first-run [--no-page]``: the one and only first run of
+    every mapper on the frozen held-out set (then ``make reproduce METHOD=prototype`` rewrites the page). It records each row's raw outcome (refused, message, changed parameters) in
     ``data/heldout_first_run.json`` with the set's sha256 and the code's commit; the results page judges the
     issue's claim on this record. Refuses to run again once the record exists."""
     import datetime
@@ -461,7 +461,11 @@ if __name__ == "__main__":
     cmd = sys.argv[1:]
     if cmd == ["fresh"]:
         refresh_fresh_section()
-    elif cmd == ["heldout-first-run"]:
+    elif cmd[:1] == ["heldout-first-run"]:
         heldout_first_run()
+        if "--no-page" not in cmd:  # then regenerate the whole page, exactly as `make reproduce` does
+            import subprocess
+
+            sys.exit(subprocess.run(["make", "reproduce", "METHOD=prototype"]).returncode)
     else:
         main()
