@@ -128,20 +128,23 @@ def run(kind: str, spec_source: str = "induced", encoder=None, rows=None, on_pro
             mappers[r["domain"]] = make_mapper(kind, r["domain"], spec, encoder)
         m = mappers[r["domain"]]
         before = dom.defaults()
-        refused, message = False, ""
-        if kind in ("flat", "llm_flat"):
-            after = apply_patch(dom, before, m.map(r["text"], before).patch)
-        else:
-            mp = m.map(r["text"])
-            try:
-                c = compile_program(spec, before, mp.ops)
-                refused, after = not c.ok, (c.state if c.ok else dict(before))
-                refused |= not c.changes and bool(mp.warnings)  # nothing executed, a message shown
-                message = "; ".join(c.refused or list(mp.warnings)) if refused else ""
-            except ProgramError as e:
-                refused, after, message = True, dict(before), str(e)
+        refused, message, error = False, "", ""
+        try:
+            if kind in ("flat", "llm_flat"):
+                after = apply_patch(dom, before, m.map(r["text"], before).patch)
+            else:
+                mp = m.map(r["text"])
+                try:
+                    c = compile_program(spec, before, mp.ops)
+                    refused, after = not c.ok, (c.state if c.ok else dict(before))
+                    refused |= not c.changes and bool(mp.warnings)  # nothing executed, a message shown
+                    message = "; ".join(c.refused or list(mp.warnings)) if refused else ""
+                except ProgramError as e:
+                    refused, after, message = True, dict(before), str(e)
+        except Exception as e:  # a crashing mapper is that row's failure (not a refusal), never the run's end
+            refused, after, error = False, dict(before), f"the mapper raised {type(e).__name__}: " + " ".join(str(e).split())[:200]
         # the raw outcome travels with the verdict, so a documented label fix can be re-judged without a re-run
-        outcomes.append({"refused": bool(refused), "message": message,
+        outcomes.append({"refused": bool(refused), "message": message, "error": error,
                          "changed": {k: after[k] for k in before if abs(after[k] - before[k]) > 1e-12}})
         if on_progress:
             on_progress((i + 1) / len(rows), f"{kind}: {i + 1}/{len(rows)}")
@@ -155,10 +158,13 @@ def summarise(kind: str, spec_source: str, rows, outcomes, seconds_per_instructi
         before = get_domain(r["domain"]).defaults()
         after = dict(before, **o["changed"])
         v = judge(r, before, after, o["refused"])
+        if o.get("error"):
+            v = Verdict(False, False, v.locality, bool(r.get("refuse")) == o["refused"], o["error"])
         per_kind[r["kind"]].append(v)
         false_refusals += o["refused"] and not r.get("refuse")
         out_rows.append({"domain": r["domain"], "kind": r["kind"], "text": r["text"], "ok": v.ok, "why": v.why,
-                         "refused": o["refused"], "message": o["message"], "changed": o["changed"]})
+                         "refused": o["refused"], "message": o["message"], "error": o.get("error", ""),
+                         "changed": o["changed"]})
     allv = [v for vs in per_kind.values() for v in vs]
     exp_refuse = [(r, o) for r, o in zip(rows, out_rows) if r.get("refuse")]
     return {"mapper": kind, "spec_source": spec_source, "n": len(rows),

@@ -300,6 +300,13 @@ HELDOUT_TITLE = "Held-out designer-phrasing set (issue 30; frozen before its fir
 # each one is listed here and printed on the results page; the first run's outcomes are re-judged with the
 # corrected label. A parser failure is never listed here: it stays a failure of the first run.
 LABEL_FIXES: list[dict] = []  # {"text": …, "was": …, "now": …, "why": …}
+# Attempts at the first run that produced no figure (what stopped them; the parser was not changed after them).
+ABORTED_ATTEMPTS = [
+    "2026-12-02 15:09 UTC: the harness stopped at the default mapper's exception on “reduce the cap height by "
+    "200%” (it built a scale operation with factor −1, which the typed program rejects: pydantic ValidationError) "
+    "before any mapper's figures were printed or recorded. The harness (`fresh.run`) now records a mapper "
+    "exception as that row's failure — not a refusal — and the rerun, with the parser unchanged, is the first run.",
+]
 
 
 def _heldout_record_path():
@@ -335,7 +342,7 @@ def heldout_first_run() -> None:
               f"{r['false_refusals']} false refusals ({r['seconds_per_instruction']:.2f} s/instruction)", flush=True)
         runs.append({"mapper": kind, "spec_source": src, "seconds_per_instruction": r["seconds_per_instruction"],
                      "accuracy": r["accuracy"],
-                     "outcomes": [{k: o[k] for k in ("text", "ok", "why", "refused", "message", "changed")}
+                     "outcomes": [{k: o[k] for k in ("text", "ok", "why", "refused", "message", "error", "changed")}
                                   for o in r["rows"]]})
     rec = {"set": "engines/prototype/data/" + fresh.SETS["heldout"], "sha256": fresh.set_digest("heldout"),
            "n": len(rows), "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
@@ -426,6 +433,7 @@ def heldout_section(rep: Report, enc) -> dict:
              f"claim is judged on the **first run** ({when}, {rec['seconds']} s; record "
              "`engines/prototype/data/heldout_first_run.json`, each row's raw outcome), with the same judge as the "
              "development set (`engines/prototype/fresh.py`: direction and the stated amount, locality, refusal).", "",
+             *([""] + [f"Aborted attempt, {a}" for a in ABORTED_ATTEMPTS] if ABORTED_ATTEMPTS else []), "",
              "### First run (the claim)", "", *_kind_table(first, kinds, default["n_by_kind"]), "",
              "### Label fixes after the first run", ""]
     if LABEL_FIXES:
