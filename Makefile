@@ -62,6 +62,10 @@ load-redis: install
 bench: install
 	$(PY) benchmarks/startup.py
 
+# ZapFormat on external corpora (MaskBench sample + JSON Schema Test Suite); BENCH_ARGS="--full" for every schema.
+bench-zapformat: install
+	flock "$$HOME/.paperlab-heavy.lock" $(PY) -m engines.zapformat.bench --maskbench $(or $(MASKBENCH),../shared/corpora/maskbench-sample) --suite $(or $(SUITE),../shared/corpora/json-schema-test-suite) $(BENCH_ARGS)
+
 reproduce: install
 	$(PY) -m engines.reproduce $(METHOD)
 

@@ -393,6 +393,65 @@ def _ecma_to_rust(pat: str, ptr: str) -> str:
     return "".join(out)
 
 
+def _top_level_branches(pat: str) -> list[str]:
+    out, depth, i, in_class, start = [], 0, 0, False, 0
+    while i < len(pat):
+        c = pat[i]
+        if c == "\\":
+            i += 2
+            continue
+        if in_class:
+            in_class = c != "]"
+        elif c == "[":
+            in_class = True
+        elif c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+        elif c == "|" and depth == 0:
+            out.append(pat[start:i])
+            start = i + 1
+        i += 1
+    return out + [pat[start:]]
+
+
+def _balanced(pat: str) -> bool:
+    depth, i = 0, 0
+    while i < len(pat):
+        c = pat[i]
+        if c == "\\":
+            i += 2
+            continue
+        depth += c == "("
+        depth -= c == ")"
+        if depth < 0:
+            return False
+        i += 1
+    return depth == 0
+
+
+def _unwrap(pat: str) -> str:
+    """(^...$) or (?:^...$) -> ^...$ when the group spans the whole pattern and holds the anchors."""
+    for opener in ("(?:", "("):
+        if pat.startswith(opener) and pat.endswith(")") and not pat.endswith("\\)"):
+            inner = pat[len(opener):-1]
+            depth, ok, i = 0, True, 0
+            while i < len(inner):
+                c = inner[i]
+                if c == "\\":
+                    i += 2
+                    continue
+                depth += c == "("
+                depth -= c == ")"
+                if depth < 0:
+                    ok = False
+                    break
+                i += 1
+            if ok and depth == 0 and (inner.startswith("^") or inner.endswith("$")):
+                return inner
+    return pat
+
+
 def _top_level_alternation(pat: str) -> bool:
     depth, i, in_class = 0, 0, False
     while i < len(pat):
@@ -420,7 +479,15 @@ def pattern_regex(pattern: str, ptr: str) -> str:
 
     if not isinstance(pattern, str):
         raise SchemaError(ptr, "pattern must be a string")
-    pat = _ecma_to_rust(pattern, ptr)
+    branches = _top_level_branches(pattern)
+    if len(branches) > 1 and re.search(r"(?<!\\)[\^$]", pattern):  # ^a|b$: each branch has its own anchors
+        return "(?:" + "|".join(pattern_regex(_unwrap(b), ptr) for b in branches) + ")"
+    m = re.fullmatch(r"\^\((?:\?:)?(.*)\)(\$?)", pattern, re.S)
+    if m and _balanced(m.group(1)) and len(_top_level_branches(m.group(1))) > 1:
+        # ^(a$|b) = ^a$|^b: distribute the outer anchors over the group's branches
+        inner = _top_level_branches(m.group(1))
+        return "(?:" + "|".join(pattern_regex("^" + b + m.group(2), ptr) for b in inner) + ")"
+    pat = _ecma_to_rust(_unwrap(pattern), ptr)
     start = pat.startswith("^")
     end = pat.endswith("$") and not pat.endswith("\\$")
     core = pat[1 if start else 0 : len(pat) - 1 if end else len(pat)]
@@ -1076,6 +1143,18 @@ class _Converter:
             return "integer" if integer else "number"
         return self.rule_terminal(number_regex(lo, lo_s, hi, hi_s, integer, ptr))
 
+    def intersection(self, parts: list[str], ptr: str) -> str:
+        """A terminal for a JSON string whose contents match every regex in parts (regex.INTERSECT)."""
+        from .regex import INTERSECT, RegexError, compile_regex
+
+        plain = INTERSECT.join(WS + f'"{p}"' for p in parts)
+        try:
+            compile_regex(plain)
+        except RegexError as e:
+            raise SchemaError(ptr, f"pattern/format/length together: {str(e).split(': ', 1)[-1]}") from None
+        text = "#'" + plain.replace("\\", "\\\\").replace("'", "\\'") + "'"
+        return text.replace(INTERSECT, "\\x00&\\x00")
+
     def rule_terminal(self, regex: str) -> str:
         return _terminal(regex)
 
@@ -1122,10 +1201,20 @@ class _Converter:
                                                                                   and bounds[1] <= hi)):
                 lo, hi = None, None
                 constraints = constraints[:1]
-        if len(constraints) > 1:
-            which = [n for n, c in (("format", fmt_re is not None), ("pattern", pat is not None),
-                                    ("minLength/maxLength", lo not in (None, 0) or hi is not None)) if c]
-            raise SchemaError(ptr, f"{' together with '.join(which)} on one string is not supported")
+        if len(constraints) > 1:  # several constraints on one string: the intersection of their automata
+            parts = []
+            if fmt_re is not None:
+                parts.append(fmt_re)
+            if pat is not None:
+                parts.append(pattern_regex(pat, ptr + "/pattern"))
+            if lo not in (None, 0) or hi is not None:
+                lo, hi = int(lo or 0), None if hi is None else int(hi)
+                if max(lo, hi or 0) > self.limits.max_count:
+                    raise SchemaError(ptr + ("/maxLength" if (hi or 0) > self.limits.max_count else "/minLength"),
+                                      f"string length bound above max_count={self.limits.max_count} "
+                                      "(setting ZAPFORMAT_MAX_COUNT)")
+                parts.append(SCHAR + f"{{{lo},{'' if hi is None else hi}}}")
+            return self.intersection(parts, ptr)
         if fmt_re is not None and len(constraints) == 1:
             return _terminal(f'"{fmt_re}"')
         if pat is not None:

@@ -82,7 +82,19 @@ def _resolve(schema, root, depth=0):
     return schema
 
 
-def _property_order(schema, root, out: list, named: list, depth=0):
+def _valid(data, schema, root) -> bool:
+    try:
+        import jsonschema
+
+        defs = {k: v for k, v in root.items() if k in ("$defs", "definitions")} if isinstance(root, dict) else {}
+        return jsonschema.validators.validator_for(root if isinstance(root, dict) else {},
+                                                   default=jsonschema.Draft202012Validator)(
+            {**defs, **schema} if isinstance(schema, dict) else schema).is_valid(data)
+    except Exception:  # noqa: BLE001
+        return False
+
+
+def _property_order(schema, root, out: list, named: list, depth=0, data=None):
     """Declared properties in order (this schema, then allOf/anyOf/oneOf parts); names only required or
     named by dependentRequired go after them (the order in which our compiler declares them)."""
     schema = _resolve(schema, root)
@@ -92,11 +104,15 @@ def _property_order(schema, root, out: list, named: list, depth=0):
         if k not in out:
             out.append(k)
     for key in ("allOf", "anyOf", "oneOf"):
-        for sub in schema.get(key, []) if isinstance(schema.get(key), list) else ():
-            _property_order(sub, root, out, named, depth + 1)
+        subs = schema.get(key, []) if isinstance(schema.get(key), list) else []
+        if key != "allOf" and data is not None and len(subs) > 1:  # the first branch the instance satisfies
+            subs = [next((b for b in subs if _valid(data, b, root)), None)] or subs
+            subs = [b for b in subs if b is not None] or schema.get(key)
+        for sub in subs:
+            _property_order(sub, root, out, named, depth + 1, data)
     for key in ("then", "else"):
         if isinstance(schema.get(key), dict):
-            _property_order(schema[key], root, out, named, depth + 1)
+            _property_order(schema[key], root, out, named, depth + 1, data)
     req = schema.get("required") if isinstance(schema.get("required"), list) else []
     deps = schema.get("dependentRequired") if isinstance(schema.get("dependentRequired"), dict) else {}
     for k in list(req) + list(deps) + [x for v in deps.values() if isinstance(v, list) for x in v]:
@@ -139,7 +155,7 @@ def order_like_schema(data, schema, root=None):
     if isinstance(data, dict):
         order: list = []
         named: list = []
-        _property_order(schema, root, order, named)
+        _property_order(schema, root, order, named, data=data)
         order += [k for k in named if k not in order]
         keys = [k for k in order if k in data] + [k for k in data if k not in order]
         return {k: order_like_schema(data[k], _child_schema(schema, root, k), root) for k in keys}
@@ -205,6 +221,9 @@ class _Kbnf:
             kbnf_text = to_kbnf("json_schema", json.dumps(schema))
         except InputError as e:
             raise CompileError(str(e)) from None
+        if "\\x00&\\x00" in kbnf_text:
+            raise CompileError("kbnf: the grammar intersects regexes (a string with several of pattern/format/"
+                               "length), a ZapFormat extension KBNF does not have")
         if "kbnf_vocab" not in ctx:
             v = ctx["vocab"]
             ctx["kbnf_vocab"] = kbnf.Vocabulary({i: kbnf.Token(b) for i, b in v.tokens.items()},

@@ -46,7 +46,8 @@ class EagerEntry:
     disallowed: int  # rank bitset: the regex dies on these before it could end
 
 
-EAGER_MAX_STATES = 256  # deviation, stated: kbnf caches every regex; bigger DFAs (long counted strings) are simulated
+EAGER_MAX_STATES = 1024  # deviation, stated: kbnf caches every regex; bigger DFAs (long counted strings) are simulated
+EAGER_CHUNK = 128
 
 
 def eager_regex_cache(grammar: Grammar, vocab: Vocabulary, min_tokens: int,
@@ -67,26 +68,28 @@ def eager_regex_cache(grammar: Grammar, vocab: Vocabulary, min_tokens: int,
         if dfa.n_states > max_states:
             continue
         trans, acc = dfa.trans, dfa.accept
-        S = dfa.n_states
-        cur = np.repeat(np.arange(S, dtype=np.int32)[:, None], vocab.n, axis=1)
-        alive = np.ones((S, vocab.n), dtype=bool)
-        seen_acc = np.zeros((S, vocab.n), dtype=bool)
-        dis = np.zeros((S, vocab.n), dtype=bool)
-        for i, m in enumerate(counts):
-            if m == 0:
-                break
-            c, al = cur[:, :m], alive[:, :m]
-            nxt = trans[c, mat[:m, i][None, :]]
-            died = al & (nxt < 0)
-            dis[:, :m] |= died & ~seen_acc[:, :m]
-            ok = al & ~died
-            alive[:, :m] = ok
-            seen_acc[:, :m] |= ok & acc[np.maximum(nxt, 0)]
-            cur[:, :m] = np.where(ok, nxt, c)
-        for s in range(S):
-            a, d = alive[s][inverse], dis[s][inverse]
-            if a.sum() >= min_tokens or d.sum() >= min_tokens:
-                out[(rid, s)] = EagerEntry(bits_from_bool(a), bits_from_bool(d))
+        for s0 in range(0, dfa.n_states, EAGER_CHUNK):  # states in chunks: memory = chunk × vocabulary
+            states = np.arange(s0, min(s0 + EAGER_CHUNK, dfa.n_states), dtype=np.int32)
+            S = len(states)
+            cur = np.repeat(states[:, None], vocab.n, axis=1)
+            alive = np.ones((S, vocab.n), dtype=bool)
+            seen_acc = np.zeros((S, vocab.n), dtype=bool)
+            dis = np.zeros((S, vocab.n), dtype=bool)
+            for i, m in enumerate(counts):
+                if m == 0:
+                    break
+                c, al = cur[:, :m], alive[:, :m]
+                nxt = trans[c, mat[:m, i][None, :]]
+                died = al & (nxt < 0)
+                dis[:, :m] |= died & ~seen_acc[:, :m]
+                ok = al & ~died
+                alive[:, :m] = ok
+                seen_acc[:, :m] |= ok & acc[np.maximum(nxt, 0)]
+                cur[:, :m] = np.where(ok, nxt, c)
+            for k, s in enumerate(states.tolist()):
+                a, d = alive[k][inverse], dis[k][inverse]
+                if a.sum() >= min_tokens or d.sum() >= min_tokens:
+                    out[(rid, s)] = EagerEntry(bits_from_bool(a), bits_from_bool(d))
     return out
 
 

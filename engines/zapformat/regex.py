@@ -503,8 +503,48 @@ def _trim(trans: np.ndarray, accept: np.ndarray) -> tuple[np.ndarray, np.ndarray
     return t, accept[keep]
 
 
+INTERSECT = "\x00&\x00"  # ZapFormat extension (not KBNF): A<NUL>&<NUL>B matches what both A and B match
+
+
+def _product(a: DFA, b: DFA, pattern: str) -> tuple[np.ndarray, np.ndarray]:
+    """Byte-level product automaton of two trimmed DFAs (reachable pairs only)."""
+    index = {(0, 0): 0}
+    order = [(0, 0)]
+    rows: list[list[int]] = []
+    ta, tb = a.table, b.table
+    while len(rows) < len(order):
+        x, y = order[len(rows)]
+        ra, rb = ta[x], tb[y]
+        row = [-1] * 256
+        for c in range(256):
+            u, v = ra[c], rb[c]
+            if u >= 0 and v >= 0:
+                k = index.get((u, v))
+                if k is None:
+                    if len(order) >= MAX_DFA_STATES:
+                        raise RegexError(f"DFA larger than {MAX_DFA_STATES} states", pattern)
+                    k = index[(u, v)] = len(order)
+                    order.append((u, v))
+                row[c] = k
+        rows.append(row)
+    accept = [a.accepting[x] and b.accepting[y] for x, y in order]
+    return np.array(rows, dtype=np.int32).reshape(-1, 256), np.array(accept, dtype=bool)
+
+
 @lru_cache(maxsize=512)
 def compile_regex(pattern: str) -> DFA:
+    if INTERSECT in pattern:
+        parts = pattern.split(INTERSECT)
+        dfa = compile_regex(parts[0])
+        for part in parts[1:]:
+            trans, accept = _product(dfa, compile_regex(part), pattern)
+            try:
+                trans, accept = _trim(trans, accept)
+            except RegexError:
+                raise RegexError("matches nothing (the intersected regexes have no common match)", pattern) from None
+            trans, accept = _minimize(trans, accept)
+            dfa = DFA(pattern, trans, accept)
+        return dfa
     ast = parse(pattern)
     nfa = _NFA()
     start, final = nfa.state(), nfa.state()

@@ -266,6 +266,11 @@ def main():
         "TokenEnforcer per generation (its caches do not survive), so its warm pass equals its cold pass; kbnf's "
         "and our state caches survive `reset()`. Peers get the workload in their native form (JSON Schema, regex, "
         "Lark/GBNF); outlines-core and lm-format-enforcer cannot express the arithmetic CFG.")
+    from .bench import summary_block
+
+    block = summary_block()  # the external benchmark (make bench-zapformat), from its stored results
+    if block:
+        rep.section(block)
     return rep.write()
 
 
