@@ -38,7 +38,7 @@ LABELS = {"zapformat": "ZapFormat (ours)", "kbnf": "kbnf (our KBNF)", "llguidanc
 # Upstream: guide-ai/jsonschemabench maskbench/README.md, on all 11,306 schemas (see ../shared/corpora/README.md).
 UPSTREAM = {"llguidance": {"passing": 8909, "of": 11306, "tbm_p50_us": 46}, "xgrammar": {"passing": 8122, "of": 11306}}
 DEFAULT_STRIDE = 15
-DEFAULT_LIMIT_S = 30.0
+DEFAULT_LIMIT_S = 60.0
 
 
 # ----------------------------------------------------------------------------- corpora

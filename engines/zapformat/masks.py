@@ -48,15 +48,17 @@ class EagerEntry:
 
 EAGER_MAX_STATES = 1024  # deviation, stated: kbnf caches every regex; bigger DFAs (long counted strings) are simulated
 EAGER_CHUNK = 128
+EAGER_MAX_TOTAL_STATES = 4096  # per grammar: regexes past this many cached states are simulated (compile time)
 
 
 def eager_regex_cache(grammar: Grammar, vocab: Vocabulary, min_tokens: int,
                       max_states: int = EAGER_MAX_STATES) -> dict[tuple[int, int], EagerEntry]:
     """Walk every token through every regex DFA from every state (vectorised over tokens).
 
-    Regexes with more than ``max_states`` DFA states are left out (their tokens are simulated, the masks
-    are the same): the table costs states × vocabulary, which for a 255-character string bound on a
-    49k vocabulary would be gigabytes."""
+    Regexes with more than ``max_states`` DFA states, and those past ``EAGER_MAX_TOTAL_STATES`` cached states
+    in all, are left out (their tokens are simulated, the masks are the same): the table costs states ×
+    vocabulary (a 255-character string bound on a 49k vocabulary would be gigabytes) and its build time
+    dominates the compile of schemas with hundreds of regex terminals."""
     out: dict[tuple[int, int], EagerEntry] = {}
     if vocab.n == 0:
         return out
@@ -64,9 +66,11 @@ def eager_regex_cache(grammar: Grammar, vocab: Vocabulary, min_tokens: int,
     inverse = np.empty_like(order)
     inverse[order] = np.arange(len(order))
     counts = [(lens > i).sum() for i in range(mat.shape[1])]
+    total = 0
     for rid, dfa in enumerate(grammar.regexes):
-        if dfa.n_states > max_states:
+        if dfa.n_states > max_states or total + dfa.n_states > EAGER_MAX_TOTAL_STATES:
             continue
+        total += dfa.n_states
         trans, acc = dfa.trans, dfa.accept
         for s0 in range(0, dfa.n_states, EAGER_CHUNK):  # states in chunks: memory = chunk × vocabulary
             states = np.arange(s0, min(s0 + EAGER_CHUNK, dfa.n_states), dtype=np.int32)
