@@ -57,13 +57,14 @@ TYPES = ("null", "boolean", "object", "array", "string", "number", "integer")
 ANNOTATIONS = {"title", "description", "$schema", "$id", "id", "examples", "default", "$comment", "deprecated",
                "readOnly", "writeOnly", "contentMediaType", "contentEncoding", "contentSchema", "$anchor",
                "$dynamicAnchor", "$vocabulary", "$defs", "definitions"}
-REFUSED = {"uniqueItems", "contains", "minContains", "maxContains", "unevaluatedProperties", "unevaluatedItems",
+REFUSED = {"uniqueItems", "contains", "minContains", "maxContains",
            "dependentSchemas", "propertyNames", "$dynamicRef", "$recursiveRef", "if"}
 ASSERTIONS = {"type", "const", "enum", "anyOf", "oneOf", "allOf", "not", "$ref", "minimum", "maximum",
               "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "minLength", "maxLength", "pattern", "format",
               "items", "prefixItems", "additionalItems", "minItems", "maxItems", "properties", "required",
               "additionalProperties", "patternProperties", "minProperties", "maxProperties", "dependentRequired",
-              "dependencies", "then", "else"} | REFUSED
+              "dependencies", "then", "else", "unevaluatedProperties", "unevaluatedItems"} | REFUSED
+UNEVALUATED = ("unevaluatedProperties", "unevaluatedItems")
 SPEC_FORMATS_REFUSED = {"idn-email", "idn-hostname", "iri", "iri-reference", "uri-template", "json-pointer",
                         "relative-json-pointer", "regex", "duration"}
 
@@ -726,6 +727,8 @@ class _Converter:
         if depth > 30:
             raise SchemaError(ptr, "allOf/$ref nesting deeper than 30 (a cycle through allOf?)")
         s = dict(s)
+        # unevaluated*: they see what every merged part evaluates, so they are put back after merging
+        uev = {k: s.pop(k) for k in UNEVALUATED if k in s}
         if "$ref" in s:
             target, tptr = self.resolve(s.pop("$ref"), ptr + "/$ref")
             s = self.merge([self.as_dict(target, tptr), s], ptr, depth)
@@ -767,6 +770,10 @@ class _Converter:
                 raise SchemaError(ptr + "/allOf", "allOf must be a non-empty list")
             parts = [self.as_dict(sub, f"{ptr}/allOf/{i}") for i, sub in enumerate(subs)]
             s = self.merge([s] + parts, ptr, depth)
+        for k, v in uev.items():
+            if k in s and _canon(s[k]) != _canon(v):
+                raise SchemaError(f"{ptr}/{k}", f"two different {k} keywords are not supported")
+            s[k] = v
         return s
 
     def as_dict(self, sub, ptr: str) -> dict:
@@ -781,6 +788,15 @@ class _Converter:
     def merge(self, parts: list[dict], ptr: str, depth: int) -> dict:
         """The conjunction of schemas as one schema (exact for the keywords merged; others refused)."""
         parts = [self.normalise(p, ptr, depth + 1) for p in parts]
+        for i, p in enumerate(parts):  # a part's unevaluated* sees only that part: as additionalProperties/items
+            if any(k in p for k in UNEVALUATED):
+                p = dict(p)
+                up, ui = p.pop("unevaluatedProperties", None), p.pop("unevaluatedItems", None)
+                if up is not None and "additionalProperties" not in p:
+                    p["additionalProperties"] = up
+                if ui is not None and "items" not in p:
+                    p["items"] = ui
+                parts[i] = p
         out: dict = {}
         arr = [p for p in parts if "prefixItems" in p or "items" in p]
         if len(arr) > 1:  # items of one part constrains every position not covered by that part's prefixItems
@@ -792,7 +808,8 @@ class _Converter:
 
             if n:
                 out["prefixItems"] = [{"allOf": [at(p, i) for p in arr]} for i in range(n)]
-            out["items"] = {"allOf": [p.get("items", True) for p in arr]}
+            if any("items" in p for p in arr):  # absent: positions past every prefix stay unevaluated
+                out["items"] = {"allOf": [p.get("items", True) for p in arr]}
             parts = [{k: v for k, v in p.items() if k not in ("prefixItems", "items")} for p in parts]
         for p in parts:
             for k, v in p.items():
@@ -960,12 +977,13 @@ class _Converter:
                 if key == "oneOf" and len(subs) > 1 and not self._disjoint(subs, ptr):
                     self._refuse_oneof(ptr)
                 rest = {k: v for k, v in s.items() if k != key}
+                uev = {k: rest.pop(k) for k in UNEVALUATED if k in rest}
                 alts, errs = [], []
                 for i, sub in enumerate(subs):
                     sp = f"{ptr}/{key}/{i}"
                     try:
-                        if _has_assertions(rest):
-                            alts.append(self.nonterminal({"allOf": [rest, self.as_dict(sub, sp)]}, sp))
+                        if _has_assertions(rest) or uev:
+                            alts.append(self.nonterminal({"allOf": [rest, self.as_dict(sub, sp)], **uev}, sp))
                         else:
                             alts.append(self.nonterminal(sub, sp))
                     except Unsatisfiable as e:
@@ -1240,7 +1258,7 @@ class _Converter:
         prefix = s.get("prefixItems", [])
         if not isinstance(prefix, list):
             raise SchemaError(ptr + "/prefixItems", "prefixItems must be a list")
-        items = s.get("items", True)
+        items = s.get("items", s.get("unevaluatedItems", True))
         lo, hi = s.get("minItems", 0), s.get("maxItems")
         for k, v in (("minItems", lo), ("maxItems", hi)):
             if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0):
@@ -1318,7 +1336,7 @@ class _Converter:
         if not isinstance(required, list):
             raise SchemaError(ptr + "/required", "required must be a list")
         pattern_props = s.get("patternProperties", {}) or {}
-        ap = s.get("additionalProperties", True)
+        ap = s.get("additionalProperties", s.get("unevaluatedProperties", True))
         deps = s.get("dependentRequired", {}) or {}
         forbidden = set(s.get("_forbidden", []))
         lo, hi = int(s.get("minProperties", 0)), s.get("maxProperties")

@@ -98,6 +98,13 @@ CASES = [
     ("$ref with siblings", {"$defs": {"n": {"type": "integer"}}, "$ref": "#/$defs/n", "maximum": 5}, ["5"],
      ["6", '"a"']),
     ("$ref anchor", {"$defs": {"n": {"$anchor": "num", "type": "integer"}}, "$ref": "#num"}, ["1"], ['"a"']),
+    ("unevaluatedProperties", {"type": "object", "properties": {"a": {}}, "allOf": [{"properties": {"b": {}}}],
+                               "unevaluatedProperties": False}, ['{"a":1,"b":2}', '{"b":2}'], ['{"c":3}', '{"a":1,"c":3}']),
+    ("unevaluatedProperties anyOf", {"anyOf": [{"properties": {"a": {"const": 1}}, "required": ["a"]},
+                                               {"properties": {"b": {"const": 2}}, "required": ["b"]}],
+                                     "unevaluatedProperties": False}, ['{"a":1}', '{"b":2}'], ['{"a":1,"c":0}']),
+    ("unevaluatedItems", {"prefixItems": [{"type": "string"}], "allOf": [{"prefixItems": [True, {"type": "number"}]}],
+                          "unevaluatedItems": False}, ['["a",1]', '["a"]'], ['["a",1,true]', "[1]"]),
     ("unknown keywords ignored", {"type": "integer", "x-extension": 1, "readonly": True}, ["1"], ['"a"']),
 ]
 
