@@ -1173,6 +1173,20 @@ class _Converter:
         text = "#'" + plain.replace("\\", "\\\\").replace("'", "\\'") + "'"
         return text.replace(INTERSECT, "\\x00&\\x00")
 
+    def key_terminal(self, both: list[str], minus: str | None, ptr: str) -> str:
+        """Terminal for a member key whose contents match every regex in ``both`` and not ``minus``."""
+        from .regex import INTERSECT, MINUS, RegexError, compile_regex
+
+        plain = INTERSECT.join(WS + f'"{p}"' for p in both)
+        if minus is not None:
+            plain += MINUS + WS + f'"{minus}"'
+        try:
+            compile_regex(plain)
+        except RegexError as e:
+            raise SchemaError(ptr, f"member keys: {str(e).split(': ', 1)[-1]}") from None
+        text = "#'" + plain.replace("\\", "\\\\").replace("'", "\\'") + "'"
+        return text.replace(INTERSECT, "\\x00&\\x00").replace(MINUS, "\\x00!\\x00")
+
     def rule_terminal(self, regex: str) -> str:
         return _terminal(regex)
 
@@ -1347,12 +1361,23 @@ class _Converter:
             raise SchemaError(ptr + "/maxProperties", f"property count above max_count={self.limits.max_count}")
         # Key patterns: which regex a key must match and the schema for its value.
         pats = [(p, sub) for p, sub in pattern_props.items()]
+        if pats and all(sub in (True, {}) for _, sub in pats) and ap in (True, {}):
+            pats = []  # patterns that constrain nothing next to unconstrained additional members
+        if pats and len({_canon(sub) for _, sub in pats}) > 1:
+            raise SchemaError(ptr + "/patternProperties", "several patternProperties with different schemas "
+                                                          "are not supported")
+        # Declared names that match a pattern must satisfy its schema too.
+        if pats:
+            props = dict(props)
+            for name in list(props):
+                if any(_search(p, name, ptr) for p, _ in pats):
+                    props[name] = {"allOf": [props[name], pats[0][1]]}
         # Names that must or may appear but are not declared become declared (with the extras' schema).
         for name in list(required) + [k for k in deps] + [x for v in deps.values() for x in v]:
             if name not in props:
                 matching = [sub for p, sub in pats if _search(p, name, ptr)]
                 if matching:
-                    props = {**props, name: matching[0] if len(matching) == 1 else {"allOf": matching}}
+                    props = {**props, name: matching[0]}
                 elif ap is not False:
                     props = {**props, name: ap}
         # Declared members: (name, nonterminal or None when the value can never be valid)
@@ -1371,44 +1396,42 @@ class _Converter:
                 raise Unsatisfiable(ptr + "/required", f"required property {r!r} can have no valid value")
         # Extras
         extras = []  # (key regex over JSON string contents, value nonterminal)
-        if pats:
-            if ap is not False:
-                if all(sub in (True, {}) for _, sub in pats) and ap in (True, {}):
-                    pats = []
-                else:
-                    raise SchemaError(ptr + "/patternProperties", "patternProperties together with "
-                                                                  "additionalProperties other than false is not supported")
-            if len({_canon(sub) for _, sub in pats}) > 1:
-                raise SchemaError(ptr + "/patternProperties", "several patternProperties with different schemas "
-                                                              "are not supported")
-            for p, sub in pats:
-                pp = f"{ptr}/patternProperties/{_esc(p)}"
-                if any(_search(p, n, pp) for n in props):
-                    raise SchemaError(pp, "a patternProperties pattern that also matches a declared property name "
-                                          "is not supported")
+        names = list(props) + sorted(forbidden)
+        not_names = _not_names_regex(names) if names else None
+        too_many = sum(len(n) + 1 for n in names) > self.limits.max_excluded_name_chars
+        if pats:  # keys matching a pattern (and no declared name), then keys matching none (additionalProperties)
+            pp = f"{ptr}/patternProperties"
+            union = "(?:" + "|".join(pattern_regex(p, f"{pp}/{_esc(p)}") for p, _ in pats) + ")"
+            try:
+                extras.append((self.key_terminal([union] + ([not_names] if not_names else []), None, pp),
+                               self.nonterminal(pats[0][1], f"{pp}/{_esc(pats[0][0])}")))
+            except Unsatisfiable:
+                pass
+            if ap is not False and not (too_many and "additionalProperties" not in s):
                 try:
-                    extras.append((pattern_regex(p, pp), self.nonterminal(sub, pp)))
+                    val = self.nonterminal(ap, ptr + "/additionalProperties")
+                    extras.append((self.key_terminal([not_names or SCHAR + "*"], union, pp), val))
                 except Unsatisfiable:
                     pass
         elif ap is not False:
-            names = list(props) + sorted(forbidden)
-            if sum(len(n) + 1 for n in names) > self.limits.max_excluded_name_chars and "additionalProperties" not in s:
+            if too_many and "additionalProperties" not in s:
                 pass  # narrowing, stated: too many declared names to exclude; undeclared members are not generated
             else:
                 try:
                     val = self.nonterminal(ap, ptr + "/additionalProperties")
-                    extras.append((_not_names_regex(names) if names else SCHAR + "*", val))
+                    extras.append((_terminal(f'"{not_names or SCHAR + "*"}"'), val))
                 except Unsatisfiable:
                     pass
         if not present and not extras:
             if lo > 0:
                 raise Unsatisfiable(ptr, "no property can be present but minProperties > 0")
             return "object_begin object_end"
-        if not present and not deps and lo == 0 and hi is None and extras == [(SCHAR + "*", "json_value")]:
+        if not present and not deps and lo == 0 and hi is None and \
+                extras == [(_terminal(f'"{SCHAR}*"'), "json_value")]:
             return "object"
         extra_nt = None
         if extras:
-            alts = [f"{_terminal(chr(34) + k + chr(34))} colon {v}" for k, v in extras]
+            alts = [f"{k} colon {v}" for k, v in extras]
             extra_nt = self.new_rule(" | ".join(alts))
         return self.object_states(members, required, deps, extra_nt, lo, hi, ptr)
 

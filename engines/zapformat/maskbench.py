@@ -221,9 +221,9 @@ class _Kbnf:
             kbnf_text = to_kbnf("json_schema", json.dumps(schema))
         except InputError as e:
             raise CompileError(str(e)) from None
-        if "\\x00&\\x00" in kbnf_text:
-            raise CompileError("kbnf: the grammar intersects regexes (a string with several of pattern/format/"
-                               "length), a ZapFormat extension KBNF does not have")
+        if "\\x00&\\x00" in kbnf_text or "\\x00!\\x00" in kbnf_text:
+            raise CompileError("kbnf: the grammar intersects or subtracts regexes (several of pattern/format/"
+                               "length on a string, or patternProperties keys), a ZapFormat extension KBNF lacks")
         if "kbnf_vocab" not in ctx:
             v = ctx["vocab"]
             ctx["kbnf_vocab"] = kbnf.Vocabulary({i: kbnf.Token(b) for i, b in v.tokens.items()},

@@ -531,20 +531,58 @@ def _product(a: DFA, b: DFA, pattern: str) -> tuple[np.ndarray, np.ndarray]:
     return np.array(rows, dtype=np.int32).reshape(-1, 256), np.array(accept, dtype=bool)
 
 
+MINUS = "\x00!\x00"  # ZapFormat extension (not KBNF): A<NUL>!<NUL>B matches what A matches and B does not
+
+
+def _difference(a: DFA, b: DFA, pattern: str) -> tuple[np.ndarray, np.ndarray]:
+    """Product of a with the complement of b (b's dead state becomes an accepting sink, -2)."""
+    index = {(0, 0): 0}
+    order = [(0, 0)]
+    rows: list[list[int]] = []
+    ta, tb = a.table, b.table
+    while len(rows) < len(order):
+        x, y = order[len(rows)]
+        ra = ta[x]
+        rb = tb[y] if y >= 0 else None
+        row = [-1] * 256
+        for c in range(256):
+            u = ra[c]
+            if u < 0:
+                continue
+            v = rb[c] if rb is not None else -2
+            if v == -1:
+                v = -2
+            k = index.get((u, v))
+            if k is None:
+                if len(order) >= MAX_DFA_STATES:
+                    raise RegexError(f"DFA larger than {MAX_DFA_STATES} states", pattern)
+                k = index[(u, v)] = len(order)
+                order.append((u, v))
+            row[c] = k
+        rows.append(row)
+    accept = [a.accepting[x] and (y < 0 or not b.accepting[y]) for x, y in order]
+    return np.array(rows, dtype=np.int32).reshape(-1, 256), np.array(accept, dtype=bool)
+
+
+def _combine(pattern: str, parts: list[str], op) -> DFA:
+    dfa = compile_regex(parts[0])
+    for part in parts[1:]:
+        trans, accept = op(dfa, compile_regex(part), pattern)
+        try:
+            trans, accept = _trim(trans, accept)
+        except RegexError:
+            raise RegexError("matches nothing (the combined regexes have no common match)", pattern) from None
+        trans, accept = _minimize(trans, accept)
+        dfa = DFA(pattern, trans, accept)
+    return dfa
+
+
 @lru_cache(maxsize=512)
 def compile_regex(pattern: str) -> DFA:
     if INTERSECT in pattern:
-        parts = pattern.split(INTERSECT)
-        dfa = compile_regex(parts[0])
-        for part in parts[1:]:
-            trans, accept = _product(dfa, compile_regex(part), pattern)
-            try:
-                trans, accept = _trim(trans, accept)
-            except RegexError:
-                raise RegexError("matches nothing (the intersected regexes have no common match)", pattern) from None
-            trans, accept = _minimize(trans, accept)
-            dfa = DFA(pattern, trans, accept)
-        return dfa
+        return _combine(pattern, pattern.split(INTERSECT), _product)
+    if MINUS in pattern:
+        return _combine(pattern, pattern.split(MINUS), _difference)
     ast = parse(pattern)
     nfa = _NFA()
     start, final = nfa.state(), nfa.state()
