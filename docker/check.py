@@ -50,6 +50,7 @@ LONG = ("linear", 5, 50000, 8, 20, 0.1, 1.0, 3, "uniform", ["kl_ucb", "ucb"])  #
 ROSE = ("synthetic:trend_season", None, "", 16, 64, True, True, 0.1, 5, ["seasonal_naive"], 0.8)
 
 summary: dict = {}
+SECRET_SRCS: list[str] = []  # host files passed as build secrets
 
 
 class CheckFailed(Exception):
@@ -165,6 +166,7 @@ def pip_secrets() -> list[str]:
                 break
     if ca:
         flags += ["--secret", f"id=pip_ca,src={ca}"]
+        SECRET_SRCS.append(ca)
     conf = os.environ.get("PAPERLAB_PIP_CONF", "")
     if conf:
         if not Path(conf).is_file():
@@ -183,6 +185,7 @@ def pip_secrets() -> list[str]:
             log(f"pip in the build uses the host's index settings ({conf}; a build secret)")
     if conf:
         flags += ["--secret", f"id=pip_conf,src={conf}"]
+        SECRET_SRCS.append(conf)
     return flags
 
 
@@ -243,11 +246,12 @@ def build(d: str, secrets: list[str]) -> None:
         if target == "space":
             summary["build time (s)"] = round(time.monotonic() - t)
             m = re.findall(r"transferring context: ([\d.]+\s*[kMG]?B)", text)
-            summary["build context"] = m[-1] if m else "?"
+            # BuildKit sends a warm builder only what changed: the full size shows on a cold build
+            summary["build context sent"] = m[-1] if m else "?"
             summary["base"] = base
     size = int(sh(d, "image", "inspect", "-f", "{{.Size}}", IMAGE))
     summary["image size (GB)"] = round(size / 1e9, 2)
-    log(f"built {IMAGE}: {size / 1e9:.2f} GB in {summary['build time (s)']} s (context {summary['build context']})")
+    log(f"built {IMAGE}: {size / 1e9:.2f} GB in {summary['build time (s)']} s (context sent {summary['build context sent']})")
 
 
 # ------------------------------------------------------------------------------------------------ run checks
@@ -364,9 +368,14 @@ def image_hygiene(d: str) -> None:
           f"the image holds no tests, test data, caches, pip config or secrets ({found or 'clean'})")
     rel, venv = out[1].split()
     summary["image: release (MB) / venv (MB)"] = f"{rel} / {venv}"
+    # The RUN line names the secret mounts (/run/secrets/pip_ca): what must not be there is a bundle's text, the
+    # host paths the secrets came from, or pip settings left in the image's environment.
     history = sh(d, "history", "--no-trunc", "--format", "{{.CreatedBy}}", IMAGE)
-    check("pip_ca" not in history.replace("id=pip_ca", "") and "BEGIN CERTIFICATE" not in history,
-          "no CA bundle or pip configuration in the image history")
+    env = sh(d, "image", "inspect", "-f", "{{json .Config.Env}}", IMAGE)
+    leaks = (["certificate text"] if "BEGIN CERTIFICATE" in history else []) \
+        + [src for src in SECRET_SRCS if src in history or src in env] \
+        + [v for v in ("PIP_CERT", "PIP_CONFIG_FILE", "PIP_INDEX_URL", "REQUESTS_CA_BUNDLE") if v + "=" in env]
+    check(not leaks, f"no CA bundle or pip configuration in the image history or environment ({leaks or 'clean'})")
 
 
 def imports_in_image(d: str) -> None:
