@@ -27,11 +27,11 @@ class TinyConfig:
     n_layer: int = 4
     n_embd: int = 128
     n_head: int = 4
-    base_steps: int = 7000
+    base_steps: int = 15000
     base_batch: int = 64
     base_lr: float = 2e-3
     base_target_acc: float = 0.7  # spec: the base is "deliberately left at ~40-70% exact-match" (headroom)
-    l2d_steps: int = 2000
+    l2d_steps: int = 3000
     l2d_batch: int = 64
     l2d_lr: float = 1e-3
     lora_rank: int = 0  # 0: matched to the L2D path's trainable parameters
