@@ -25,13 +25,12 @@ Progress = Callable[[float, str], None]
 @dataclass(frozen=True)
 class TinyConfig:
     n_layer: int = 4
-    n_embd: int = 128
+    n_embd: int = 64
     n_head: int = 4
-    base_steps: int = 15000
+    base_steps: int = 1500
     base_batch: int = 64
     base_lr: float = 2e-3
-    base_target_acc: float = 0.7  # spec: the base is "deliberately left at ~40-70% exact-match" (headroom)
-    l2d_steps: int = 3000
+    l2d_steps: int = 800
     l2d_batch: int = 64
     l2d_lr: float = 1e-3
     lora_rank: int = 0  # 0: matched to the L2D path's trainable parameters
@@ -120,7 +119,6 @@ def train_base(cfg: TinyConfig, progress: Progress, cancelled: Callable[[], bool
     rng = np.random.default_rng(cfg.seed)
     val = task.sample(cfg.n_val, 1, "val")
     curve, losses, t0, w0 = [], [], time.process_time(), time.perf_counter()
-    best = (-1.0, 0, None)  # (validation exact match, step, weights): the checkpoint kept
     model.train()
     for step in range(cfg.base_steps):
         if cancelled():
@@ -141,18 +139,11 @@ def train_base(cfg: TinyConfig, progress: Progress, cancelled: Callable[[], bool
             curve.append({"step": step + 1, "loss": float(np.mean(losses[-cfg.eval_every:])), "val_acc": acc})
             progress((step + 1) / cfg.base_steps, f"base step {step + 1}: loss {curve[-1]['loss']:.3f}, "
                                                   f"validation exact match {acc:.1%}")
-            if acc > best[0]:
-                best = (acc, step + 1, {k: v.detach().clone() for k, v in model.state_dict().items()})
-            if acc >= cfg.base_target_acc:
-                break  # headroom for the diffusion path (spec): stop at the first evaluation at the target
-    if best[2] is not None:
-        model.load_state_dict(best[2])  # the checkpoint with the best validation exact match
     freeze(model)
-    rec = {"steps": curve[-1]["step"] if curve else cfg.base_steps, "kept_step": best[1],
-           "batch": cfg.base_batch, "cpu_seconds": time.process_time() - t0,
+    rec = {"steps": cfg.base_steps, "batch": cfg.base_batch, "cpu_seconds": time.process_time() - t0,
            "wall_seconds": time.perf_counter() - w0, "threads": torch.get_num_threads(),
            "params": sum(p.numel() for p in model.parameters()), "curve": curve,
-           "val_acc": max(best[0], 0.0) if best[2] is not None else (curve[-1]["val_acc"] if curve else 0.0)}
+           "val_acc": curve[-1]["val_acc"]}
     return model, rec
 
 

@@ -223,9 +223,7 @@ def main(argv: list[str]) -> int:
         print(__doc__)
         return 2
     stages = tuple(argv[1:]) or ("base", "l2d", "lora")
-    # OpenMP threads spin on a shared 2-core machine (one is faster there); under the heavy lock, use both
-    import os
-    torch.set_num_threads(int(os.environ.get("PAPERLAB_L2D_THREADS", "1")))
+    torch.set_num_threads(1)  # OpenMP threads spin on the shared 2-core machine: one is faster
     t0 = time.time()
     cfg = models.TinyConfig()
     folder = cache_dir(cfg)
