@@ -761,6 +761,16 @@ class _Converter:
         if "if" in s:
             if "then" not in s and "else" not in s:
                 s.pop("if")
+            else:  # (if and then) or (not if and else): the branches are disjoint by construction
+                cond, then, other = s.pop("if"), s.pop("then", True), s.pop("else", True)
+                if cond is True or cond == {}:
+                    branch = then
+                elif cond is False:
+                    branch = other
+                else:
+                    neg = self.negate(self.as_dict(cond, ptr + "/if"), ptr + "/if")
+                    branch = {"anyOf": [{"allOf": [cond, then]}, {"allOf": [neg, other]}]}
+                s["allOf"] = list(s.get("allOf", [])) + [branch]
         else:
             s.pop("then", None)
             s.pop("else", None)
@@ -813,6 +823,9 @@ class _Converter:
             parts = [{k: v for k, v in p.items() if k not in ("prefixItems", "items")} for p in parts]
         for p in parts:
             for k, v in p.items():
+                if k.startswith("_not_") or k == "_forbidden":  # internal negations: both apply
+                    out[k] = list(out.get(k, [])) + list(v)
+                    continue
                 if k in ANNOTATIONS or k not in ASSERTIONS:
                     out.setdefault(k, v)
                     continue
@@ -966,8 +979,6 @@ class _Converter:
         for k in sorted(set(s) & REFUSED):
             if k == "uniqueItems" and (s.get("maxItems", 2) <= 1):
                 continue
-            if k == "if":
-                raise SchemaError(f"{ptr}/if", "if/then/else is not supported")
             raise SchemaError(f"{ptr}/{k}", f"keyword '{k}' is not supported")
         for key in ("anyOf", "oneOf"):
             if key in s:
@@ -1033,6 +1044,64 @@ class _Converter:
         if not ts:
             raise Unsatisfiable(ptr, "no type is left")
         return ts
+
+    def negate(self, n: dict, ptr: str, depth: int = 0):
+        """A schema for 'not n' for the keywords an if-condition usually has; others are refused by name."""
+        if depth > 8:
+            raise SchemaError(ptr, "if condition nests too deeply to negate")
+        n = self.normalise(n, ptr)
+        keys = [k for k in n if k not in ANNOTATIONS and (k in ASSERTIONS or k.startswith("_"))]
+        if not keys:
+            return False
+        if len(keys) > 1:  # not (A and B) = not A or not B
+            return {"anyOf": [self.negate({k: n[k]}, ptr, depth + 1) for k in keys]}
+        k = keys[0]
+        v = n[k]
+        all_types = ["null", "boolean", "object", "array", "string", "number"]
+
+        def others(*ts):
+            rest = [t for t in all_types if t not in ts]
+            return {"type": rest} if rest else False
+
+        if k == "type":
+            ts = [v] if isinstance(v, str) else list(v)
+            if "integer" in ts and "number" not in ts:
+                raise SchemaError(ptr, "if {type: integer} cannot be negated (non-integral numbers)")
+            return others(*ts)
+        if k in ("const", "enum"):
+            vals = [v] if k == "const" else list(v)
+            if not vals:
+                return True
+            if all(isinstance(x, str) for x in vals):
+                return {"anyOf": [others("string"), {"type": "string", "_not_strings": vals}]}
+            if len(vals) == 1 and isinstance(vals[0], bool):
+                return {"anyOf": [others("boolean"), {"const": not vals[0]}]}
+            if len(vals) == 1 and vals[0] is None:
+                return others("null")
+            if len(vals) == 1 and isinstance(vals[0], (int, float)):
+                return {"anyOf": [others("number"), {"type": "number", "exclusiveMinimum": vals[0]},
+                                  {"type": "number", "exclusiveMaximum": vals[0]}]}
+            raise SchemaError(f"{ptr}/{k}", f"if {{{k}: ...}} with these values cannot be negated")
+        if k == "properties":
+            return {"anyOf": [{"type": "object", "required": [name], "_not_evaluated": [name],
+                               "properties": {name: self.negate(self.as_dict(sub, ptr), ptr, depth + 1)}}
+                              for name, sub in v.items()]} if v else False
+        if k == "required":
+            return {"anyOf": [{"type": "object", "not": {"required": [name]}} for name in v]} if v else False
+        flips = {"minimum": ("number", "exclusiveMaximum"), "exclusiveMinimum": ("number", "maximum"),
+                 "maximum": ("number", "exclusiveMinimum"), "exclusiveMaximum": ("number", "minimum")}
+        if k in flips:
+            t, opp = flips[k]
+            return {"anyOf": [others(t), {"type": t, opp: v}]}
+        if k in ("minLength", "maxLength", "minItems", "maxItems", "minProperties", "maxProperties"):
+            t = {"L": "string", "I": "array", "P": "object"}[k[3]]
+            if k.startswith("min"):
+                return others(t) if v <= 0 else {"anyOf": [others(t), {"type": t, "max" + k[3:]: v - 1}]}
+            return {"anyOf": [others(t), {"type": t, "min" + k[3:]: v + 1}]}
+        if k == "not":
+            return v
+        raise SchemaError(f"{ptr}/{k}", f"if/then/else with {k!r} in the condition is not supported "
+                                        "(it cannot be negated)")
 
     def apply_not(self, s: dict, ptr: str) -> dict:
         n = s["not"]
@@ -1195,8 +1264,16 @@ class _Converter:
             if lo is None and hi is None:
                 return "integer"
             return _terminal(number_regex(lo, lo_s, hi, hi_s, True, ptr))
-        if lo is not None or hi is not None:
-            raise SchemaError(ptr + "/multipleOf", "multipleOf together with minimum/maximum is not supported")
+        if lo is not None or hi is not None:  # the bounds' regex intersected with the remainder automaton
+            from .regex import DIVISIBLE, INTERSECT, RegexError, compile_regex
+
+            plain = WS + number_regex(lo, lo_s, hi, hi_s, True, ptr) + INTERSECT + DIVISIBLE + str(m)
+            try:
+                compile_regex(plain)
+            except RegexError as e:
+                raise SchemaError(ptr + "/multipleOf", str(e).split(": ", 1)[-1]) from None
+            text = "#'" + plain.replace("\\", "\\\\").replace("'", "\\'") + "'"
+            return text.replace(INTERSECT, "\\x00&\\x00").replace(DIVISIBLE, "\\x00%")
         if m > self.limits.max_multiple_of:
             raise SchemaError(ptr + "/multipleOf", f"multipleOf {m} exceeds max_multiple_of="
                                                    f"{self.limits.max_multiple_of}")
@@ -1247,6 +1324,16 @@ class _Converter:
                                       "(setting ZAPFORMAT_MAX_COUNT)")
                 parts.append(SCHAR + f"{{{lo},{'' if hi is None else hi}}}")
             return self.intersection(parts, ptr)
+        if s.get("_not_strings"):  # a string that is none of these (from a negated if-condition)
+            parts = [fmt_re] if fmt_re is not None else []
+            if pat is not None:
+                parts.append(pattern_regex(pat, ptr + "/pattern"))
+            if lo not in (None, 0) or hi is not None:
+                if max(lo or 0, hi or 0) > self.limits.max_count:
+                    raise SchemaError(ptr + "/maxLength", f"string length bound above max_count={self.limits.max_count}")
+                parts.append(SCHAR + f"{{{int(lo or 0)},{'' if hi is None else int(hi)}}}")
+            minus = "(?:" + "|".join(_string_literal(x) for x in s["_not_strings"]) + ")"
+            return self.key_terminal(parts or [SCHAR + "*"], minus, ptr)
         if fmt_re is not None and len(constraints) == 1:
             return _terminal(f'"{fmt_re}"')
         if pat is not None:
@@ -1351,6 +1438,9 @@ class _Converter:
             raise SchemaError(ptr + "/required", "required must be a list")
         pattern_props = s.get("patternProperties", {}) or {}
         ap = s.get("additionalProperties", s.get("unevaluatedProperties", True))
+        if "additionalProperties" not in s and "unevaluatedProperties" in s and s.get("_not_evaluated"):
+            raise SchemaError(ptr + "/unevaluatedProperties", "unevaluatedProperties next to a failed if-condition's "
+                                                              "properties is not supported")
         deps = s.get("dependentRequired", {}) or {}
         forbidden = set(s.get("_forbidden", []))
         lo, hi = int(s.get("minProperties", 0)), s.get("maxProperties")

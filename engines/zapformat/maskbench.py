@@ -110,7 +110,7 @@ def _property_order(schema, root, out: list, named: list, depth=0, data=None):
             subs = [b for b in subs if b is not None] or schema.get(key)
         for sub in subs:
             _property_order(sub, root, out, named, depth + 1, data)
-    for key in ("then", "else"):
+    for key in ("if", "then", "else"):  # our compiler declares the condition's names before the branch's
         if isinstance(schema.get(key), dict):
             _property_order(schema[key], root, out, named, depth + 1, data)
     req = schema.get("required") if isinstance(schema.get("required"), list) else []
@@ -221,7 +221,7 @@ class _Kbnf:
             kbnf_text = to_kbnf("json_schema", json.dumps(schema))
         except InputError as e:
             raise CompileError(str(e)) from None
-        if "\\x00&\\x00" in kbnf_text or "\\x00!\\x00" in kbnf_text:
+        if "\\x00&\\x00" in kbnf_text or "\\x00!\\x00" in kbnf_text or "\\x00%" in kbnf_text:
             raise CompileError("kbnf: the grammar intersects or subtracts regexes (several of pattern/format/"
                                "length on a string, or patternProperties keys), a ZapFormat extension KBNF lacks")
         if "kbnf_vocab" not in ctx:

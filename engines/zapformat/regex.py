@@ -577,8 +577,41 @@ def _combine(pattern: str, parts: list[str], op) -> DFA:
     return dfa
 
 
+DIVISIBLE = "\x00%"  # ZapFormat extension (not KBNF): <NUL>%m = whitespace, then an integer divisible by m
+
+
+def _divisible(m: int, pattern: str) -> DFA:
+    """[ \t\n\r]* -?(0|[1-9][0-9]*)(\.0+)? whose value is a multiple of m (remainder states)."""
+    if m < 1 or m > MAX_DFA_STATES - 8:
+        raise RegexError(f"multipleOf {m} is out of range", pattern)
+    ws, neg, zero, dot, zeros = 0, 1, 2, 3, 4  # remainder r lives in state 5 + r
+    n = 5 + m
+    trans = np.full((n, 256), -1, dtype=np.int32)
+    for b in b" \t\n\r":
+        trans[ws, b] = ws
+    trans[ws, ord("-")] = neg
+    for src in (ws, neg):
+        trans[src, ord("0")] = zero
+        for d in range(1, 10):
+            trans[src, ord("0") + d] = 5 + d % m
+    for r in range(m):
+        for d in range(10):
+            trans[5 + r, ord("0") + d] = 5 + (10 * r + d) % m
+    trans[zero, ord(".")] = dot
+    trans[5, ord(".")] = dot
+    trans[dot, ord("0")] = zeros
+    trans[zeros, ord("0")] = zeros
+    accept = np.zeros(n, dtype=bool)
+    accept[[zero, zeros, 5]] = True
+    trans, accept = _trim(trans, accept)
+    trans, accept = _minimize(trans, accept)
+    return DFA(pattern, trans, accept)
+
+
 @lru_cache(maxsize=512)
 def compile_regex(pattern: str) -> DFA:
+    if pattern.startswith(DIVISIBLE) and pattern[2:].isdigit():
+        return _divisible(int(pattern[2:]), pattern)
     if INTERSECT in pattern:
         return _combine(pattern, pattern.split(INTERSECT), _product)
     if MINUS in pattern:

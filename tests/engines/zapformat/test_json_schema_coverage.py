@@ -109,6 +109,13 @@ CASES = [
                                      "unevaluatedProperties": False}, ['{"a":1}', '{"b":2}'], ['{"a":1,"c":0}']),
     ("unevaluatedItems", {"prefixItems": [{"type": "string"}], "allOf": [{"prefixItems": [True, {"type": "number"}]}],
                           "unevaluatedItems": False}, ['["a",1]', '["a"]'], ['["a",1,true]', "[1]"]),
+    ("if/then/else", {"type": "object", "properties": {"t": {"type": "string"}, "port": {"type": "integer"}},
+                      "if": {"properties": {"t": {"const": "https"}}}, "then": {"required": ["port"]},
+                      "else": {"properties": {"port": {"maximum": 1024}}}},
+     ['{"t":"https","port":8443}', '{"t":"http","port":80}', '{"t":"http"}', '{"port":1}'],
+     ['{"t":"https"}', '{"t":"http","port":8080}', "{}"]),
+    ("if/then/else numbers", {"if": {"exclusiveMaximum": 0}, "then": {"minimum": -10}, "else": {"multipleOf": 2}},
+     ["-1", "-10", "0", "4", '"x"'], ["-11", "3"]),
     ("unknown keywords ignored", {"type": "integer", "x-extension": 1, "readonly": True}, ["1"], ['"a"']),
 ]
 
@@ -130,7 +137,7 @@ def test_keyword_accepts_valid_rejects_invalid(keyword, schema, valid, invalid):
 @pytest.mark.parametrize("schema, pointer, word", [
     ({"type": "array", "uniqueItems": True}, "/uniqueItems", "uniqueItems"),
     ({"properties": {"a": {"type": "array", "contains": {"type": "integer"}}}}, "/properties/a/contains", "contains"),
-    ({"if": {"type": "integer"}, "then": {"minimum": 1}}, "/if", "if/then/else"),
+    ({"if": {"type": "integer"}, "then": {"minimum": 1}}, "/if", "cannot be negated"),
     ({"type": "object", "propertyNames": {"maxLength": 3}}, "/propertyNames", "propertyNames"),
     ({"oneOf": [{"type": "integer"}, {"minimum": 2}]}, "/oneOf", "oneOf"),
     ({"type": "string", "pattern": "(?=a)b"}, "/pattern", "look-around"),
