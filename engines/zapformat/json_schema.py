@@ -895,19 +895,22 @@ class _Converter:
                     raise SchemaError(ptr + "/allOf", "additionalProperties with patternProperties across allOf "
                                                       "parts is not supported")
             allowed = None
+            merged_props = dict(out.get("properties", {}))
             for props, _pp, ap in aps:
                 if ap is False:
                     allowed = set(props) if allowed is None else allowed & set(props)
-                elif len(aps) > 1 or any(set(p.get("properties", {})) - set(props) for p in parts):
-                    raise SchemaError(ptr + "/allOf", "additionalProperties given as a schema across allOf parts "
-                                                      "is not supported")
-            if allowed is not None and "properties" in out:
-                dropped = [k for k in out["properties"] if k not in allowed]
-                for k in dropped:
-                    out["properties"].pop(k)
+                else:  # names declared by other parts only are "additional" for this part: their values obey ap too
+                    for k in merged_props:
+                        if k not in props:
+                            merged_props[k] = {"allOf": [merged_props[k], ap]}
+            if allowed is not None:
+                for k in [k for k in merged_props if k not in allowed]:
+                    merged_props.pop(k)
                 req = [r for r in out.get("required", []) if r not in allowed]
                 if req:
                     raise Unsatisfiable(ptr + "/allOf", f"required {req} excluded by additionalProperties: false")
+            if "properties" in out or merged_props:
+                out["properties"] = merged_props
         return out
 
     def _refuse_oneof(self, ptr: str):
@@ -1004,6 +1007,8 @@ class _Converter:
                 return " | ".join(dict.fromkeys(alts))
         if "not" in s:
             s = self.apply_not(s, ptr)
+            if "anyOf" in s or "oneOf" in s or "not" in s:
+                return self.body(s, ptr)
         if "_not_values" in s and "const" not in s and "enum" not in s:
             raise SchemaError(ptr + "/not", "not {enum/const} is supported only next to an enum or const")
         types = self.types(s, ptr)
@@ -1118,7 +1123,7 @@ class _Converter:
             t = n["type"]
             s["_not_types"] = list(s.get("_not_types", [])) + ([t] if isinstance(t, str) else list(t))
             return s
-        if keys and keys <= {"enum", "const"}:
+        if keys and keys <= {"enum", "const"} and ("enum" in s or "const" in s):
             bad = [n["const"]] if "const" in n else list(n.get("enum", []))
             s["_not_values"] = list(s.get("_not_values", [])) + bad
             return s
@@ -1127,7 +1132,7 @@ class _Converter:
             return s
         if "not" in n and set(n) - ANNOTATIONS == {"not"}:
             return self.normalise({"allOf": [s, n["not"]]}, ptr)
-        raise SchemaError(ptr + "/not", "not is supported for type, const/enum and a single required name only")
+        return self.normalise({"allOf": [s, self.negate(n, ptr + "/not")]}, ptr)
 
     def values(self, s: dict, ptr: str, types: list[str]) -> str:
         if "const" in s:
