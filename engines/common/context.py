@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import threading
 import uuid
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Protocol, runtime_checkable
 
@@ -100,6 +101,27 @@ def stop_generation_when(cancelled: Callable[[], bool]):
             return torch.full((input_ids.shape[0],), bool(cancelled()), dtype=torch.bool, device=input_ids.device)
 
     return StoppingCriteriaList([_Cancelled()])
+
+
+@contextmanager
+def cancellable_layers(model, cancelled: Callable[[], bool]):
+    """Within the block, each decoder layer of ``model`` (a transformers LM) first checks ``cancelled()``
+    and raises ``JobCancelled``: one forward pass (the prefill of a batch of long prompts, a training step
+    of a 135M model) takes 10-20 s on a busy CPU, longer than a Stop may take. Only the thread that opened
+    the block is affected (a cached model may be shared); the hooks are removed on exit."""
+    owner = threading.get_ident()
+
+    def hook(_module, _args):
+        if threading.get_ident() == owner and cancelled():
+            raise JobCancelled("cancelled inside a forward pass")
+
+    handles = [m.register_forward_pre_hook(hook) for m in model.modules()
+               if type(m).__name__.endswith("DecoderLayer")]
+    try:
+        yield
+    finally:
+        for h in handles:
+            h.remove()
 
 
 class Subprogress:

@@ -12,7 +12,7 @@ import time
 
 import numpy as np
 
-from engines.common.context import JobContext, LocalContext
+from engines.common.context import JobContext, LocalContext, cancellable_layers
 from engines.common.params import validate
 
 from . import task
@@ -71,7 +71,9 @@ def real_model(params, ctx: JobContext | None = None) -> dict:
     gen = torch.Generator().manual_seed(p.seed)
     rng = np.random.default_rng(p.seed)
     losses = []
-    with torch_threads(2):
+    # On a CPU worker one training step of the 135M base takes 10-20 s on a busy machine: the decoder
+    # layers check the flag, so a Stop ends a step within one layer of its forward pass.
+    with torch_threads(2), cancellable_layers(model, ctx.cancelled):
         for step in range(p.train_steps):
             ctx.check_cancelled()
             pr = task.sample(4 * p.batch, int(rng.integers(2**31)), "train")
@@ -84,6 +86,7 @@ def real_model(params, ctx: JobContext | None = None) -> dict:
                 g["lr"] = _lr(step, p.train_steps, p.lr, warmup=min(100, max(1, p.train_steps // 10)))
             flow.train()
             loss, _, _ = l2d_loss(model, adapter, flow, ids, lab, gen, prompt_len=lp)
+            ctx.check_cancelled()  # the backward pass takes about twice the forward's time
             opt.zero_grad()
             loss.backward()
             torch.nn.utils.clip_grad_norm_(flow.parameters(), 1.0)

@@ -213,6 +213,14 @@ def run_case(key: str, case: Case, bound_s: float = CANCEL_BOUND_S, grace_s: flo
     tc = time.monotonic()
     out.cancel_at_s, out.fraction, out.message = tc - t0, last["fraction"], last["message"]
     cancel.set()
+    if os.environ.get("PAPERLAB_CANCEL_DEBUG"):  # where the job is 3 s after its flag (a slow stop)
+        th.join(3.0)
+        if th.is_alive():
+            import traceback
+
+            frame = sys._current_frames().get(th.ident)
+            if frame is not None:
+                sys.stderr.write("".join(traceback.format_stack(frame)[-12:]))
     th.join(bound_s + grace_s)
     if th.is_alive():
         out.stop_s = time.monotonic() - tc  # still running: at least this long
