@@ -60,9 +60,9 @@ def _prompts(kind: str, concept: int, n: int, seed: int) -> list[str]:
 class JudgeProbe:
     """Generate images for the target and a few unrelated concepts, and read them with the zoo's judges."""
 
-    def __init__(self, pipe, judge, cross_judge, kind, target, others, p):
+    def __init__(self, pipe, judge, cross_judge, kind, target, others, p, cancelled=None):
         self.pipe, self.judge, self.cross, self.kind = pipe, judge, cross_judge, kind
-        self.target, self.others, self.p = target, others, p
+        self.target, self.others, self.p, self.cancelled = target, others, p, cancelled
         self.evals, self.images_made = 0, 0
 
     @torch.no_grad()
@@ -73,7 +73,8 @@ class JudgeProbe:
         self.evals += 1
         concepts = [self.target] + list(self.others)
         prompts = [q for c in concepts for q in _prompts(self.kind, c, n, self.p.seed)]
-        imgs = t2i.generate(self.pipe, prompts, seed=self.p.seed, steps=self.p.steps, guidance_scale=self.p.guidance_scale)
+        imgs = t2i.generate(self.pipe, prompts, seed=self.p.seed, steps=self.p.steps, guidance_scale=self.p.guidance_scale,
+                            cancelled=self.cancelled)
         self.images_made += len(imgs)
         pred = self.judge.predict(imgs).reshape(len(concepts), n)
         acc = [float((pred[i] == c).mean()) for i, c in enumerate(concepts)]
@@ -112,7 +113,7 @@ def unlearn_t2i(params: T2IParams | dict, ctx=None) -> T2IResult:
     names = TARGETS[p.target_kind]
     rng = np.random.default_rng(p.seed)
     others = [int(i) for i in rng.permutation([i for i in range(len(names)) if i != t])[: p.n_other]]
-    probe = JudgeProbe(pipe, judge, cross, p.target_kind, t, others, p)
+    probe = JudgeProbe(pipe, judge, cross, p.target_kind, t, others, p, ctx.cancelled)
 
     from .concepts import build_concept
 

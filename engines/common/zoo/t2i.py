@@ -65,12 +65,26 @@ def assemble(vae, text_encoder, tokenizer, unet, scheduler):
 
 
 @torch.no_grad()
-def generate(pipe, prompts: list[str], seed: int = 0, steps: int = 25, guidance_scale: float = 4.0, negative_prompt=None) -> np.ndarray:
-    """Images for ``prompts`` as uint8 NHWC (one torch.Generator seeded per call)."""
+def generate(pipe, prompts: list[str], seed: int = 0, steps: int = 25, guidance_scale: float = 4.0, negative_prompt=None,
+             cancelled=None) -> np.ndarray:
+    """Images for ``prompts`` as uint8 NHWC (one torch.Generator seeded per call).
+
+    ``cancelled`` (a job's ``ctx.cancelled``) is checked after every denoising step (``JobCancelled``):
+    a batch of a few hundred images takes tens of seconds on a busy CPU."""
     dev = pipe.unet.device
     g = torch.Generator(device="cpu").manual_seed(seed)
+    extra = {}
+    if cancelled is not None:
+        def _check(_pipe, _step, _t, kwargs):
+            if cancelled():
+                from engines.common.context import JobCancelled
+
+                raise JobCancelled("image generation cancelled")
+            return kwargs
+
+        extra["callback_on_step_end"] = _check
     out = pipe(list(prompts), num_inference_steps=steps, guidance_scale=guidance_scale, generator=g,
-               negative_prompt=negative_prompt, output_type="np")
+               negative_prompt=negative_prompt, output_type="np", **extra)
     del dev
     return (np.clip(out.images, 0, 1) * 255 + 0.5).astype(np.uint8)
 
