@@ -556,12 +556,14 @@ def render(meta: dict, mb: dict | None, suite: dict | None) -> str:
                   "tokenizer): LLGuidance passes 8,909 (79%), TBM p50 46 µs; XGrammar passes 8,122 (72%). "
                   "Percentages are comparable in kind only: our sample is a stratified subsample and our "
                   "serialisation, tokenizer and hardware differ.", ""]
-        ours = mb.get("zapformat")
-        if ours and ours["errors"]:
-            from collections import Counter
+        from collections import Counter
 
-            c = Counter(_reason(v) for v in ours["errors"].values())
-            lines += ["Our engine's refusals and failures, grouped by reason:", "", "| reason | schemas |", "|---|---|"]
+        for e, s in mb.items():
+            if not s["errors"] or e == "kbnf":
+                continue
+            c = Counter(_reason(v) for v in s["errors"].values())
+            lines += [f"{LABELS.get(e, e)}: compile errors, crashes and timeouts, grouped by the engine's message:", "",
+                      "| reason | schemas |", "|---|---|"]
             lines += [f"| {r} | {k} |" for r, k in c.most_common(25)]
             lines.append("")
     if suite is not None:
