@@ -199,16 +199,27 @@ class InterfaceMapper:
             return dim
         return None
 
+    def _scale_op(self, target: str, factor: float, cl: str, out: Mapping):
+        """A scale operation, or a refusal (warning, no operation) when the factor leaves nothing positive or is
+        absurdly large ("reduce … by 200%" once raised a validation error instead of refusing)."""
+        if 0 < factor <= 100:
+            return ScaleOp(target=target, factor=factor, said=cl)
+        a = self.spec["attributes"].get(target)
+        valid = f" (valid range {a['range'][0]:g}–{a['range'][1]:g} {a['unit']})" if a else ""
+        what = "zero or negative" if factor <= 0 else f"{factor:g} times its size"
+        out.warnings.append(f"“{cl}”: {target} would become {what}, which is impossible{valid}")
+        return None
+
     def _quantity_op(self, target: str, unit: str, q, d: str | None, cl: str, out: Mapping):
         """A number / ratio on a target → set, scale or an explicit change; None (with a warning) if unusable."""
         if q.factor is not None:
-            return ScaleOp(target=target, factor=q.factor, said=cl)
+            return self._scale_op(target, q.factor, cl, out)
         if q.change is not None:
             d = q.sign or d
             if d is None:
                 out.warnings.append(f"“{cl}”: {100 * q.change:g}% more or less?")
                 return None
-            return ScaleOp(target=target, factor=1 + q.change if d == "+" else 1 - q.change, said=cl)
+            return self._scale_op(target, 1 + q.change if d == "+" else 1 - q.change, cl, out)
         if q.unit and q.unit != unit:
             out.warnings.append(f"“{cl}”: {target} is measured in {unit}, not {q.unit}")
             return None

@@ -453,8 +453,8 @@ def heldout_section(rep: Report, enc) -> dict:
     fails = [f"- *{r['label']}*: “{o['text']}” ({o['domain']}, {o['kind']}) — {o['why']}"
              + (f" [message: {o['message'][:160]}]" if o["message"] else "") for r in first[:2] for o in r["rows"]
              if not o["ok"]]
-    named = [f"- “{o['text']}” ({o['domain']}): {o['message'][:200]}" for o in default["rows"]
-             if o["kind"] == "unsupported" and o["refused"] and o["message"]]
+    named = [f"- “{o['text']}” ({o['domain']}): {o['message'][:200]}" for r, o in zip(rows, default["rows"])
+             if o["kind"] == "unsupported" and r.get("refuse") and o["refused"] and o["message"]]
     lines += ["", "Misses of the interface rows at the first run: " + ("none." if not fails else ""), *fails,
               "", "Unsupported requests as the default setup refused them at the first run (the message names what "
               "is missing and what the model has):", *named]

@@ -243,3 +243,14 @@ def test_llm_mapper_decodes_the_program_with_a_prompt_built_from_the_interface()
     assert isinstance(m.ops[0], UnsupportedOp)
     c = compile_program(get_spec("mug", "hand"), get_domain("mug").defaults(), m.ops)
     assert not c.ok and "the mug has no colour setting" in c.refused[0]
+
+
+@pytest.mark.parametrize("domain, text", [("bottle", "shrink the neck by 150%"), ("lamp", "make the shade 500 times taller")])
+def test_a_scale_factor_outside_zero_to_hundred_is_refused_not_raised(domain, text):
+    """Found by the held-out set's first run ("reduce the cap height by 200%" raised a ValidationError)."""
+    from engines.prototype.studio import interpret
+
+    d = get_domain(domain)
+    r = interpret({"domain": domain, "instruction": text, "export": False})
+    assert not r.changed and r.state_after == d.defaults() and any("impossible" in w for w in r.warnings)
+
