@@ -34,7 +34,8 @@ from pathlib import Path
 import numpy as np
 
 ENGINES = ["zapformat", "kbnf", "llguidance", "xgrammar"]
-LABELS = {"zapformat": "ZapFormat (ours)", "kbnf": "kbnf (our KBNF)", "llguidance": "LLGuidance", "xgrammar": "XGrammar"}
+LABELS = {"zapformat": "ZapFormat (ours)", "kbnf": "kbnf (our KBNF)", "llguidance": "LLGuidance", "xgrammar": "XGrammar",
+          "zapformat-bytes": "ZapFormat compiler, bytes only (no tokenizer, no masks)"}
 # Upstream: guide-ai/jsonschemabench maskbench/README.md, on all 11,306 schemas (see ../shared/corpora/README.md).
 UPSTREAM = {"llguidance": {"passing": 8909, "of": 11306, "tbm_p50_us": 46}, "xgrammar": {"passing": 8122, "of": 11306}}
 DEFAULT_STRIDE = 15
@@ -323,7 +324,35 @@ class _XG:
         return self.matcher.accept_token(self.eos)
 
 
-SESSIONS = {"zapformat": _Ours, "kbnf": _Kbnf, "llguidance": _LLG, "xgrammar": _XG}
+class _Bytes:
+    """Our compiler and recognizer on the instance's bytes, no tokenizer and no masks: a fast check of
+    coverage and verdicts (``--engines zapformat-bytes``); its times are not TTFM/TBM."""
+
+    def __init__(self, schema, ctx):
+        from .earley import Recognizer
+        from .frontend import InputError, to_kbnf
+        from .grammar import compile_grammar
+
+        try:
+            self.g = compile_grammar(to_kbnf("json_schema", json.dumps(schema)))
+        except InputError as e:
+            raise CompileError(str(e)) from None
+        self.rec = Recognizer(self.g)
+
+    def reset(self):
+        self.rec.reset()
+
+    def mask(self):
+        pass
+
+    def step(self, tok) -> bool:
+        return self.rec.accept_bytes(tok)
+
+    def can_end(self) -> bool:
+        return self.rec.cols[-1].finished_here
+
+
+SESSIONS = {"zapformat": _Ours, "kbnf": _Kbnf, "llguidance": _LLG, "xgrammar": _XG, "zapformat-bytes": _Bytes}
 
 
 def run_unit(engine: str, unit: dict, ctx: dict) -> dict:
@@ -353,7 +382,7 @@ def run_unit(engine: str, unit: dict, ctx: dict) -> dict:
                     sess.mask()
                     tbm.append((time.perf_counter() - s) * 1e6)
                 first = False
-                if not sess.step(int(tok)):
+                if not sess.step(tok if isinstance(tok, bytes) else int(tok)):
                     ok = False
                     break
             first = False
@@ -370,8 +399,11 @@ def _worker(engine: str, conn, suite: bool = False) -> None:
                       MKL_NUM_THREADS="1")
     from .encoders import load_encoder
 
-    enc = load_encoder("smollm2")
-    ctx = {"vocab": enc.vocab, "encode": enc.encode, "suite": suite}
+    if engine == "zapformat-bytes":  # the whole instance as one "token" of bytes
+        ctx = {"vocab": None, "encode": lambda text: [text.encode()], "suite": suite}
+    else:
+        enc = load_encoder("smollm2")
+        ctx = {"vocab": enc.vocab, "encode": enc.encode, "suite": suite}
     if engine in ("xgrammar", "llguidance"):
         try:
             SESSIONS[engine]({"type": "object"}, ctx)  # build the tokenizer tables outside the first schema's time
@@ -439,7 +471,8 @@ class _Pool:
 
 
 def available(engine: str) -> str | None:
-    mod = {"zapformat": "numpy", "kbnf": "kbnf", "llguidance": "llguidance", "xgrammar": "xgrammar"}[engine]
+    mod = {"zapformat": "numpy", "kbnf": "kbnf", "llguidance": "llguidance", "xgrammar": "xgrammar",
+           "zapformat-bytes": "numpy"}[engine]
     try:
         __import__(mod)
         return None
