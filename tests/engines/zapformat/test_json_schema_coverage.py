@@ -246,3 +246,27 @@ def test_serialise_orders_members_like_the_schema():
               "required": ["z"]}
     assert serialise({"z": 0, "a": 1, "b": {"x": 1, "y": 2}}, schema) == '{"b":{"y":2,"x":1},"a":1,"z":0}'
     assert np.all(np.array([1]))
+
+
+def test_benchmark_scoring_and_worker_recovery():
+    """The external benchmark's worker: verdicts scored as upstream does, a schema past its limit is a timeout and
+    the worker restarts for the next one (engine 'zapformat-bytes' needs no tokenizer, so this stays fast)."""
+    from engines.zapformat.maskbench import _Pool, score
+
+    units = [{"id": "a", "schema": {"type": "integer", "maximum": 3},
+              "tests": [{"valid": True, "data": 3}, {"valid": False, "data": 4}]},
+             {"id": "b", "schema": {"type": "array", "uniqueItems": True}, "tests": [{"valid": True, "data": [1]}]},
+             {"id": "c", "schema": {"type": "string"}, "tests": [{"valid": False, "data": 1}]}]
+    pool = _Pool("zapformat-bytes")
+    try:
+        first = pool.run(units[0], 60)
+        slow = {"id": "slow", "schema": {"type": "string", "pattern": "(a|b)*a(a|b){11}"}, "tests": []}
+        timed_out = pool.run(slow, 0.01)
+        again = [pool.run(u, 60) for u in units]
+    finally:
+        pool.close()
+    assert first["status"] == "ok" and first["tests"] == [True, False]
+    assert timed_out["status"] == "timeout"
+    s = score(units, again)
+    assert (s["passing"], s["compile_errors"], s["wrong_accepts"], s["wrong_rejects"]) == (2, 1, 0, 0)
+    assert "uniqueItems" in s["errors"]["b"]
