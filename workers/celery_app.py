@@ -52,6 +52,10 @@ def make_celery(settings: Settings | None = None) -> Celery:
     s = settings or get_settings()
     broker, backend, transport_options = broker_config(s)
     app = Celery("paperlab", broker=broker, backend=backend, include=["workers.tasks"])
+    if broker == "filesystem://":
+        from .fsbackend import TRANSPORT
+
+        app.conf.broker_transport = TRANSPORT  # atomic message files (workers/fsbackend.py)
     app.conf.update(
         task_queues=(Queue("cpu"), Queue("gpu")),
         task_default_queue="cpu",

@@ -41,3 +41,44 @@ class AtomicFilesystemBackend(FilesystemBackend):
 def atomic_file_url(url: str) -> str:
     """``file://…`` → the same directory with this backend; other URLs unchanged."""
     return PREFIX + url if url.startswith("file://") else url
+
+
+# --------------------------------------------------------------------------- the broker's queue files
+
+from kombu.transport import filesystem as _kfs  # noqa: E402
+
+
+class _AtomicChannel(_kfs.Channel):
+    """kombu's filesystem channel writes a message file in place (``open`` creates it empty, then the
+    payload is written): a worker polling the folder can move and read it before the payload is there,
+    die on ``JSONDecodeError('Expecting value')`` and lose the message (seen in ``make load``: the
+    embedded worker exited and was restarted). Here the payload goes to a dot file first (the reader
+    skips names without ``.<queue>.msg``) and is renamed to the message name when complete."""
+
+    def _put(self, queue, payload, **kwargs):
+        import uuid
+
+        from kombu.utils.encoding import str_to_bytes
+        from kombu.utils.json import dumps
+
+        name = f"{int(round(_kfs.monotonic() * 1000))}_{uuid.uuid4()}.{queue}.msg"
+        final = os.path.join(self.data_folder_out, name)
+        tmp = os.path.join(self.data_folder_out, f".tmp-{uuid.uuid4().hex}")
+        try:
+            with open(tmp, "wb") as f:
+                f.write(str_to_bytes(dumps(payload)))
+            os.replace(tmp, final)
+        except OSError as exc:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            raise _kfs.ChannelError(f"Cannot add file {final!r} to directory") from exc
+
+
+class AtomicFilesystemTransport(_kfs.Transport):
+    Channel = _AtomicChannel
+
+
+#: ``broker_transport`` of the embedded set-up (with the ``filesystem://`` broker URL).
+TRANSPORT = "workers.fsbackend.AtomicFilesystemTransport"
