@@ -453,27 +453,6 @@ def _unwrap(pat: str) -> str:
     return pat
 
 
-def _top_level_alternation(pat: str) -> bool:
-    depth, i, in_class = 0, 0, False
-    while i < len(pat):
-        c = pat[i]
-        if c == "\\":
-            i += 2
-            continue
-        if in_class:
-            in_class = c != "]"
-        elif c == "[":
-            in_class = True
-        elif c == "(":
-            depth += 1
-        elif c == ")":
-            depth -= 1
-        elif c == "|" and depth == 0:
-            return True
-        i += 1
-    return False
-
-
 def pattern_regex(pattern: str, ptr: str) -> str:
     """Regex (plain syntax) over the *JSON text* of a string's contents for a JSON Schema ``pattern``."""
     from .regex import RegexError, parse
@@ -492,7 +471,7 @@ def pattern_regex(pattern: str, ptr: str) -> str:
     start = pat.startswith("^")
     end = pat.endswith("$") and not pat.endswith("\\$")
     core = pat[1 if start else 0 : len(pat) - 1 if end else len(pat)]
-    if (start or end) and _top_level_alternation(core):
+    if (start or end) and len(_top_level_branches(core)) > 1:
         core = f"(?:{core})"
     if re.search(r"(?<!\\)[\^$]", re.sub(r"\[[^\]]*\]", "", core.replace("\\\\", ""))):
         raise SchemaError(ptr, f"pattern {pattern!r}: anchors ^ and $ inside the pattern are not supported")
