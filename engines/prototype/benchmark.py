@@ -91,7 +91,12 @@ def run_benchmark(params: BenchmarkParams | dict, ctx: JobContext | None = None)
     rows = select(p)
     ctx.progress(0.01, f"encoding {len(rows)} instructions with MiniLM")
     enc = get_encoder()
-    enc([u for r in rows for u in units(r["text"])])
+    texts = list(dict.fromkeys(u for r in rows for u in units(r["text"])))
+    for i in range(0, len(texts), 64):  # in chunks, so that Stop takes effect within a chunk (~1 s)
+        ctx.check_cancelled()
+        enc(texts[i:i + 64])
+        done_units = min(i + 64, len(texts))
+        ctx.progress(0.01 + 0.01 * done_units / len(texts), f"encoded {done_units}/{len(texts)} instruction units")
     combos = [(m, s) for m in p.mappers for s in p.spec_sources if not (m in ("flat",) and s != p.spec_sources[0])]
     total = len(combos) * len(rows)
     runs, done = [], 0

@@ -116,8 +116,7 @@ CASES: dict[str, Case] = {
     "moex:search": Case({}, bounded="a look-up in the analyses of the tab's models (once they are loaded)"),
     "moex:grid": Case({}, quick=True),
     "prototype:interpret": Case({}, bounded="one instruction (claim: round trip ≤ 2 s)"),
-    "prototype:benchmark": Case({}, known_miss="encodes all 340 instructions with MiniLM in one call (17 s on the "
-                                "busy build machine) before its first check; engines/prototype is another engineer's"),
+    "prototype:benchmark": Case({}),
     "prototype:specify": Case({}),
     "slug:unlearn": Case({}),
     "slug:unlearn_t2i": Case({}),
