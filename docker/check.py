@@ -332,12 +332,14 @@ def model_tab(c) -> float:
     return dt
 
 
-def load_test(d: str, c, names: list[str], key: str) -> None:
-    """Four longer kl_bandits jobs and a rose forecast at once; peak memory of the containers."""
+def load_test(d: str, names: list[str], key: str) -> None:
+    """Four longer kl_bandits jobs and a rose forecast at once, from five visitors; peak memory of the containers."""
     sampler = MemSampler(d, names)
     sampler.start()
     t = time.monotonic()
-    jobs = [c.submit(*LOAD, api_name="/kl_bandits_run") for _ in range(4)] + [c.submit(*ROSE, api_name="/rose_forecast")]
+    # one gradio_client per job: each is its own visitor session (the app admits one job per tab per session)
+    jobs = [client().submit(*LOAD, api_name="/kl_bandits_run") for _ in range(4)] \
+        + [client().submit(*ROSE, api_name="/rose_forecast")]
     results = [j.result(timeout=600) for j in jobs]
     dt = time.monotonic() - t
     peak = sampler.stop()
@@ -426,7 +428,7 @@ def space_check(d: str) -> None:
         c = client()
         summary["space: quick job (s)"] = round(quick_job(c), 1)
         summary["space: rose forecast, first (s)"] = round(model_tab(c), 1)
-        load_test(d, c, [NAME], "space")
+        load_test(d, [NAME], "space")
         time.sleep(10)
         summary["space: memory idle after the load test (MB)"] = mem_mb(d, [NAME])
         t = time.monotonic()
@@ -498,7 +500,7 @@ def compose_check(d: str) -> None:
         c = client()
         summary["compose: quick job (s)"] = round(quick_job(c), 1)
         model_tab(c)
-        load_test(d, c, names, "compose")
+        load_test(d, names, "compose")
         kill_mid_job(d, c, workers)
     except Exception:
         print(subprocess.run([*compose, "logs", "--tail", "30"], env={**os.environ, **env}, capture_output=True,
@@ -564,6 +566,9 @@ def main(argv: list[str]) -> int:
             compose_check(d)
     except CheckFailed as e:
         print(f"\ndocker-check FAILED: {e}", file=sys.stderr)
+        return 1
+    except Exception as e:  # an app error through gradio_client, a timeout: a failed check too, with its cause
+        print(f"\ndocker-check FAILED: {type(e).__name__}: {e}", file=sys.stderr)
         return 1
     finally:
         summary["check total (s)"] = round(time.monotonic() - t0)
