@@ -436,19 +436,7 @@ def _unwrap(pat: str) -> str:
     for opener in ("(?:", "("):
         if pat.startswith(opener) and pat.endswith(")") and not pat.endswith("\\)"):
             inner = pat[len(opener):-1]
-            depth, ok, i = 0, True, 0
-            while i < len(inner):
-                c = inner[i]
-                if c == "\\":
-                    i += 2
-                    continue
-                depth += c == "("
-                depth -= c == ")"
-                if depth < 0:
-                    ok = False
-                    break
-                i += 1
-            if ok and depth == 0 and (inner.startswith("^") or inner.endswith("$")):
+            if _balanced(inner) and (inner.startswith("^") or inner.endswith("$")):
                 return inner
     return pat
 

@@ -33,6 +33,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .bench import _status_mb
+
 ENGINES = ["zapformat", "kbnf", "llguidance", "xgrammar"]
 LABELS = {"zapformat": "ZapFormat (ours)", "kbnf": "kbnf (our KBNF)", "llguidance": "LLGuidance", "xgrammar": "XGrammar",
           "zapformat-bytes": "ZapFormat compiler, bytes only (no tokenizer, no masks)"}
@@ -176,24 +178,21 @@ class CompileError(Exception):
     pass
 
 
-def _status_mb(field: str) -> float:
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith(field + ":"):
-                return int(line.split()[1]) / 1024
-    return float("nan")
+def _our_kbnf(schema) -> str:
+    """The KBNF our compiler emits for ``schema`` (a refusal becomes the engine's compile error)."""
+    from .frontend import InputError, to_kbnf
+
+    try:
+        return to_kbnf("json_schema", json.dumps(schema))
+    except InputError as e:
+        raise CompileError(str(e)) from None
 
 
 class _Ours:
     def __init__(self, schema, ctx):
-        from .frontend import InputError, to_kbnf
-        from .masks import ConstrainedEngine
+        from .masks import ConstrainedEngine, EngineConfig
 
-        try:
-            kbnf_text = to_kbnf("json_schema", json.dumps(schema))
-        except InputError as e:
-            raise CompileError(str(e)) from None
-        from .masks import EngineConfig
+        kbnf_text = _our_kbnf(schema)
 
         # Suite schemas are tiny: skip the eager regex cache (masks are identical with or without it).
         self.e = ConstrainedEngine.build(kbnf_text, ctx["vocab"], EngineConfig(eager_regex_cache=not ctx.get("suite")))
@@ -216,12 +215,7 @@ class _Kbnf:
     def __init__(self, schema, ctx):
         import kbnf
 
-        from .frontend import InputError, to_kbnf
-
-        try:
-            kbnf_text = to_kbnf("json_schema", json.dumps(schema))
-        except InputError as e:
-            raise CompileError(str(e)) from None
+        kbnf_text = _our_kbnf(schema)
         if "\\x00&\\x00" in kbnf_text or "\\x00!\\x00" in kbnf_text or "\\x00%" in kbnf_text:
             raise CompileError("kbnf: the grammar intersects or subtracts regexes (several of pattern/format/"
                                "length on a string, or patternProperties keys), a ZapFormat extension KBNF lacks")
@@ -330,13 +324,9 @@ class _Bytes:
 
     def __init__(self, schema, ctx):
         from .earley import Recognizer
-        from .frontend import InputError, to_kbnf
         from .grammar import compile_grammar
 
-        try:
-            self.g = compile_grammar(to_kbnf("json_schema", json.dumps(schema)))
-        except InputError as e:
-            raise CompileError(str(e)) from None
+        self.g = compile_grammar(_our_kbnf(schema))
         self.rec = Recognizer(self.g)
 
     def reset(self):
