@@ -242,14 +242,7 @@ def fresh_section(rep: Report, enc, mappers=FRESH_MAPPERS) -> dict:
              "model and is judged on the executed outcome by `engines/prototype/fresh.py`: direction (and the stated "
              "amount), locality (nothing else changes except constraint dependents and the parts the stated "
              "distribution / solving rule moves) and refusal (model unchanged, message shown).", "",
-             "| mapper | right | direction | locality | refusals right | false refusals | "
-             + " | ".join(f"{k} (n={default['n_by_kind'][k]})" for k in kinds) + " | s/instruction |",
-             "|---" * (7 + len(kinds)) + "|"]
-    for r in runs:
-        lines.append(f"| {r['label']} | {_pct(r['accuracy'])} | {_pct(r['direction'])} | {_pct(r['locality'])} | "
-                     f"{_pct(r['refusal_correct'])} | {r['false_refusals']} | "
-                     + " | ".join(_pct(r["by_kind"].get(k, 0.0)) for k in kinds)
-                     + f" | {r['seconds_per_instruction']:.2f} |")
+             *_kind_table(runs, kinds, default["n_by_kind"])]
     fails = [f"- *{r['label']}*: “{o['text']}” ({o['domain']}) — {o['why']}" for r in runs[:2] for o in r["rows"]
              if not o["ok"]]
     if not any(k.startswith("llm") for k, _ in mappers):
