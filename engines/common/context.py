@@ -124,6 +124,22 @@ def cancellable_layers(model, cancelled: Callable[[], bool]):
             h.remove()
 
 
+def cancellable_generate(model, cancelled: Callable[[], bool] | None, **kwargs):
+    """``model.generate(**kwargs)`` (under ``torch.no_grad``) that a job's Stop ends within a decoder layer
+    (:func:`cancellable_layers`) or at the next token (:func:`stop_generation_when`), raising
+    ``JobCancelled`` instead of returning a cut-short output; ``cancelled=None``: a plain call."""
+    import torch
+
+    if cancelled is None:
+        with torch.no_grad():
+            return model.generate(**kwargs)
+    with torch.no_grad(), cancellable_layers(model, cancelled):
+        out = model.generate(**kwargs, stopping_criteria=stop_generation_when(cancelled))
+    if cancelled():
+        raise JobCancelled("cancelled while generating")
+    return out
+
+
 class Subprogress:
     """Maps [0, 1] of a sub-task onto [start, stop] of the parent's progress."""
 

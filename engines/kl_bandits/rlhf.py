@@ -23,7 +23,6 @@ R* + noise for the responses it plays.
 """
 from __future__ import annotations
 
-import contextlib
 import importlib.util
 import threading
 import time
@@ -32,7 +31,7 @@ from pathlib import Path
 import numpy as np
 from pydantic import BaseModel
 
-from engines.common.context import JobCancelled, JobContext, LocalContext, cancellable_layers, stop_generation_when
+from engines.common.context import JobContext, LocalContext, cancellable_generate
 from engines.common.params import validate
 
 from .params import RLHFParams
@@ -95,15 +94,9 @@ def sample_candidates(model, tok, prompt: str, n: int, max_new_tokens: int, temp
     msgs = [{"role": "user", "content": prompt}]
     enc = tok.apply_chat_template(msgs, add_generation_prompt=True, return_tensors="pt", return_dict=True)
     torch.manual_seed(seed)
-    extra = {"stopping_criteria": stop_generation_when(cancelled)} if cancelled is not None else {}
-    guard = cancellable_layers(model, cancelled) if cancelled is not None else contextlib.nullcontext()
-    with torch.no_grad(), guard:
-        out = model.generate(**enc, do_sample=True, temperature=temperature, top_k=0, top_p=1.0,
-                             max_new_tokens=max_new_tokens, num_return_sequences=n,
-                             pad_token_id=tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id,
-                             **extra)
-    if cancelled is not None and cancelled():
-        raise JobCancelled("cancelled while sampling from π₀")
+    out = cancellable_generate(model, cancelled, **enc, do_sample=True, temperature=temperature, top_k=0, top_p=1.0,
+                               max_new_tokens=max_new_tokens, num_return_sequences=n,
+                               pad_token_id=tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id)
     start = enc["input_ids"].shape[1]
     return [tok.decode(o[start:], skip_special_tokens=True).strip() for o in out]
 

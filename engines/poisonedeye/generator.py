@@ -12,7 +12,6 @@ with X" instruction in its context and otherwise names the query image's zero-sh
 """
 from __future__ import annotations
 
-import contextlib
 import re
 
 SYSTEM = {"llava": "Answer the question based on multiple text-image pairs as information.",
@@ -103,26 +102,17 @@ class SmolReader:
         self._memo: dict[tuple[str, int], str] = {}
 
     def answer(self, convs: list[list[dict]], max_new_tokens: int = 16, cancelled=None) -> list[str]:
-        import torch
+        from engines.common.context import cancellable_generate
 
         prompts = [self.tok.apply_chat_template(c, tokenize=False, add_generation_prompt=True) for c in convs]
         todo = sorted({p for p in prompts if (p, max_new_tokens) not in self._memo}, key=len)
         for i in range(0, len(todo), self.batch_size):
             chunk = todo[i:i + self.batch_size]
             enc = self.tok(chunk, return_tensors="pt", padding=True, add_special_tokens=False)
-            extra, guard = {}, contextlib.nullcontext()
-            if cancelled is not None:  # one batch of answers takes ~20 s on a busy CPU (most of it the prefill)
-                from engines.common.context import cancellable_layers, stop_generation_when
-
-                extra["stopping_criteria"] = stop_generation_when(cancelled)
-                guard = cancellable_layers(self.model, cancelled)
-            with torch.no_grad(), guard:
-                out = self.model.generate(**enc, max_new_tokens=max_new_tokens, do_sample=False,
-                                          pad_token_id=self.tok.pad_token_id, **extra)
-            if cancelled is not None and cancelled():  # a stopped batch is cut short: never memoised
-                from engines.common.context import JobCancelled
-
-                raise JobCancelled()
+            # one batch of answers takes ~20 s on a busy CPU (most of it the prefill); a stopped batch raises
+            # JobCancelled, so a cut-short answer is never memoised
+            out = cancellable_generate(self.model, cancelled, **enc, max_new_tokens=max_new_tokens, do_sample=False,
+                                       pad_token_id=self.tok.pad_token_id)
             for p, row in zip(chunk, out[:, enc["input_ids"].shape[1]:]):
                 self._memo[(p, max_new_tokens)] = self.tok.decode(row, skip_special_tokens=True).strip()
             if cancelled is not None and cancelled():
