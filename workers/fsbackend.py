@@ -16,6 +16,20 @@ import threading
 from celery.backends.filesystem import FilesystemBackend
 from kombu.utils.encoding import ensure_bytes
 
+def write_atomically(tmp: str | bytes, path: str | bytes, data: bytes) -> None:
+    """Write ``data`` to ``tmp`` and rename it over ``path``: a reader sees the old file or the whole new one."""
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
 #: Backend URL prefix (Celery's ``<class>+<url>`` form) selecting this backend for a ``file://`` URL.
 PREFIX = "workers.fsbackend.AtomicFilesystemBackend+"
 
@@ -26,16 +40,7 @@ class AtomicFilesystemBackend(FilesystemBackend):
         head, _, name = path.rpartition(self.sep)
         # A dot name outside the key prefixes, so cleanup() and readers never take it for a key.
         tmp = self.sep.join((head, b".tmp-%d-%d-" % (os.getpid(), threading.get_ident()) + name))
-        try:
-            with self.open(tmp, "wb") as outfile:
-                outfile.write(ensure_bytes(value))
-            os.replace(tmp, path)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
+        write_atomically(tmp, path, ensure_bytes(value))
 
 
 def atomic_file_url(url: str) -> str:
@@ -65,14 +70,8 @@ class _AtomicChannel(_kfs.Channel):
         final = os.path.join(self.data_folder_out, name)
         tmp = os.path.join(self.data_folder_out, f".tmp-{uuid.uuid4().hex}")
         try:
-            with open(tmp, "wb") as f:
-                f.write(str_to_bytes(dumps(payload)))
-            os.replace(tmp, final)
+            write_atomically(tmp, final, str_to_bytes(dumps(payload)))
         except OSError as exc:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
             raise _kfs.ChannelError(f"Cannot add file {final!r} to directory") from exc
 
 
