@@ -68,6 +68,12 @@ def _saeuron_built() -> None:
     registry.run("saeuron", "build", {})  # cached after the first time
 
 
+def _pde_trained() -> None:
+    from engines import registry
+
+    registry.run("pde_staggered", "train", {})  # the surrogates rotate uses (cached after the first time)
+
+
 def _audio_click() -> dict:
     import numpy as np
 
@@ -87,7 +93,10 @@ CASES: dict[str, Case] = {
     "zapformat:benchmark": Case({"instances": 50}),
     "pde_staggered:train": Case({}),
     "pde_staggered:rollout": Case({}),
-    "pde_staggered:rotate": Case({}, quick=True),
+    # With the surrogates trained (the train case covers cancelling that), rotate is two short rollouts per
+    # variant; whether it trained first depended on which test ran before it (CI: 1.1 s, finished).
+    "pde_staggered:rotate": Case({"steps": 50}, prepare=_pde_trained, quick=True,
+                                 bounded="two rollouts of ≤ 50 surrogate steps per variant once trained: ~1-3 s"),
     "pde_staggered:benchmark": Case({}, quick=True),
     "fdgen:train_and_sample": Case({}),
     "fdgen:lambda_sweep": Case({}, quick=True),
