@@ -71,6 +71,20 @@ METHODS: list[MethodSpec] = [
         paper=Paper("Reinforce LLM Reasoning through Multi-Agent Reflection", "Yurun Yuan, Tengyang Xie", arxiv="2506.08379"),
         summary="An actor LLM answers, a critic LLM critiques, and the actor refines, over several turns. DPSDP trains both with direct preference learning on self-generated data whose targets come from dynamic programming over the refinement tree.",
         try_it="Pose an arithmetic problem, run actor and critic for several refinement rounds and read the transcript with its majority vote.",
+        status="available",
+        entries={
+            "transcript": Entry("engines.dpsdp.experiment:transcript", "engines.dpsdp.params:RefineParams"),
+            "tree": Entry("engines.dpsdp.experiment:tree", "engines.dpsdp.params:TreeParams"),
+            "evaluate": Entry("engines.dpsdp.experiment:evaluate", "engines.dpsdp.params:EvaluateParams"),
+            "train": Entry("engines.dpsdp.experiment:train", "engines.dpsdp.params:TrainParams"),
+        },
+        claims=(
+            Claim("DPSDP: majority over 5 turns beats its first answer by ≥ 3 points (paper +5.0: 58.2 → 63.2, MATH500)", _repro("dpsdp")),
+            Claim("m1@t5(DPSDP) > m1@t5(π_ref), and DPO does not hurt first-turn accuracy (≥ π_ref − 1 point)", _repro("dpsdp")),
+            Claim("Accuracy per turn non-decreasing (≤ 1 point drop); incorrect→correct flips outnumber correct→incorrect", _repro("dpsdp")),
+            Claim("m1@t5(DPSDP) ≥ self-consistency over 5 samples of the reference actor (tie acceptable)", _repro("dpsdp")),
+            Claim("Ablations reported: single agent, full history, naive-DPO pairs", _repro("dpsdp")),
+        ),
     ),
     MethodSpec(
         id="zapformat",

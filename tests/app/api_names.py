@@ -4,7 +4,7 @@ One entry per method id (keep the blank lines: parallel branches edit different 
 """
 
 API_NAMES: dict[str, set[str]] = {
-    "dpsdp": set(),
+    "dpsdp": {"dpsdp_refine", "dpsdp_random", "dpsdp_evaluate", "dpsdp_tree", "dpsdp_train", "dpsdp_stop"},
 
     "zapformat": {"zapformat_step", "zapformat_generate", "zapformat_benchmark", "zapformat_stop",
                   "zapformat_example"},

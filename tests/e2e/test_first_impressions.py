@@ -25,6 +25,7 @@ EXPECT = {
     "zapformat": ["#zapformat_plot img", "#zapformat_table"],
     "fdgen": ["#fdgen_inspect_plot img", "#fdgen_bias_table"],
     "l2d": ["#l2d_table", "#l2d_trajectory img"],
+    "dpsdp": ["#dpsdp_transcript", "#dpsdp_votes img"],
     "rose": ["#rose_plot img"],
     "syncmind": ["#syncmind_balance_plot img", "#syncmind_log"],
     "prototype": ["#prototype_params", "#prototype_summary p"],
@@ -45,7 +46,7 @@ NO_EXAMPLE_YET: set[str] = set()
 # how long one tab's example may take to appear (the examples are computed one at a time, the opened tab's next)
 EXAMPLE_TIMEOUT_MS = 180_000
 # tabs whose example is read from the release at start-up (no status line to wait for)
-RELEASED_EXAMPLE = {"l2d", "rose", "syncmind"}
+RELEASED_EXAMPLE = {"l2d", "rose", "syncmind", "dpsdp"}
 # headless Chromium without a GPU; Gradio's optional fonts and analytics
 NOISE = re.compile(r"webgpu|gpu|webgl|favicon|fonts\.googleapis|ERR_INTERNET_DISCONNECTED|"
                    r"net::ERR_NAME_NOT_RESOLVED|ERR_CONNECTION_REFUSED", re.I)

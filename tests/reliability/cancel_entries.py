@@ -91,6 +91,10 @@ CASES: dict[str, Case] = {
     # The first load converts SmolLM2 from its GGUF file (about a minute on a busy machine; no check inside).
     "zapformat:generate": Case(_zap_generate, after=0.09, cancel_by_s=300),
     "zapformat:benchmark": Case({"instances": 50}),
+    "dpsdp:transcript": Case({"turns": 8}, quick=True, bounded="one problem, ≤ 8 turns of a tiny GPT-2 pair: < 1 s"),
+    "dpsdp:tree": Case({}, quick=True, bounded="one problem's tree (4 × 4 × 4 samples): < 1 s"),
+    "dpsdp:evaluate": Case({"n_problems": 2000, "turns": 8}),
+    "dpsdp:train": Case({"preset": "full"}),  # the test profile's "full" is the quick recipe (minutes)
     "pde_staggered:train": Case({}),
     "pde_staggered:rollout": Case({}),
     # With the surrogates trained (the train case covers cancelling that), rotate is two short rollouts per
