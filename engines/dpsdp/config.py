@@ -11,14 +11,14 @@ class TinyConfig:
     n_layer: int = 4
     n_embd: int = 128
     n_head: int = 4
-    pretrain_steps: int = 500  # deliberately short: p1@t1 of the actor ≈ 40-65 %
-    sft_steps: int = 600
+    pretrain_steps: int = 650  # deliberately short: p1@t1 of the actor ≈ 40-65 %
+    sft_steps: int = 400
     batch: int = 128
     lr: float = 2e-3
     sft_lr: float = 1e-3
     n_pool: int = 20000  # training problems (pretraining reads all of them)
     n_sft: int = 6000  # problems whose sampled first answers make the SFT data
-    n_dp: int = 1500  # training problems of the DPSDP tree
+    n_dp: int = 800  # training problems of the DPSDP tree
     k_answers: int = 4  # K candidate first answers per problem
     k_feedback: int = 4  # K feedbacks per answer
     m_refine: int = 4  # M refinements per feedback

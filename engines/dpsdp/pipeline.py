@@ -115,10 +115,11 @@ def build(cfg: TinyConfig, progress: Progress, cancelled: Callable[[], bool] = l
                                  _sub(progress, 0.0, 0.12), cancelled, "pretrain actor",
                                  lambda: first_turn_accuracy(base, val), eval_every=max(1, cfg.pretrain_steps // 6))
     rec["params"] = n_params(base)
-    # 2. SFT: the references π_ref (actor: refinement given oracle feedback; critic: the oracle's feedback)
+    # 2. SFT: the references π_ref (actor: first turn + refinement given oracle feedback; critic: the oracle's feedback)
     sft = sft_data(base, train[:cfg.n_sft], seed + 1)
     ref_actor, ref_critic = clone(base), clone(base)
-    rec["sft_actor"] = supervised(ref_actor, [sft["refine"]], cfg.sft_steps, cfg.batch, cfg.sft_lr, seed + 2,
+    first = first_turn_data(train[:cfg.n_sft])  # keeps the first-turn skill (refinement-only SFT erased it)
+    rec["sft_actor"] = supervised(ref_actor, [first, sft["refine"]], cfg.sft_steps, cfg.batch, cfg.sft_lr, seed + 2,
                                   _sub(progress, 0.12, 0.24), cancelled, "SFT actor")
     rec["sft_critic"] = supervised(ref_critic, [sft["critic"]], cfg.sft_steps, cfg.batch, cfg.sft_lr, seed + 3,
                                    _sub(progress, 0.24, 0.36), cancelled, "SFT critic")
@@ -146,7 +147,7 @@ def build(cfg: TinyConfig, progress: Progress, cancelled: Callable[[], bool] = l
         models["naive_actor"] = naive
     if "single" in variants:  # ablation: one model plays both roles (role tokens tell them apart)
         single = clone(base)
-        rec["sft_single"] = supervised(single, [sft["refine"], sft["critic"]], cfg.sft_steps, cfg.batch,
+        rec["sft_single"] = supervised(single, [first, sft["refine"], sft["critic"]], cfg.sft_steps, cfg.batch,
                                        cfg.sft_lr, seed + 8, _sub(progress, 0.76, 0.86), cancelled, "SFT single agent")
         models["single_ref"] = clone(single)
         stree = dp.sample_tree(single, single, dp_problems, cfg.k_answers, cfg.m_refine, seed + 9,

@@ -17,22 +17,23 @@ from engines.common.results import Report
 SEEDS = (0, 1, 2)
 N_TEST = 2000
 TURNS = 5
-VARIANTS = ("dpsdp", "reference", "single_agent", "naive_dpo", "oracle_critic")
+VARIANTS = ("dpsdp", "reference", "naive_dpo", "oracle_critic")  # every seed
+SEED0_ONLY = ("single_agent",)  # the released pipeline's single-agent ablation
 
 
 def _models_for(seed: int):
-    """(models, training record) of one seed: the release for the default seed, else trained and cached."""
-    from . import release
-    from .models import TinyConfig
+    """(models, training record) of one seed: the release for the default seed (every ablation); the other
+    seeds are trained here with the same recipe, without the single-agent ablation (not cached)."""
+    from . import pipeline, release
+    from .config import TinyConfig
 
     if seed == TinyConfig().seed:
         b = release.load()
         return b.models, b.manifest["training"]
-    cfg = replace(TinyConfig(), seed=seed)
-    folder = release.cache_dir(cfg)
-    if not release._complete(folder, cfg):
-        release.build(folder, cfg)
-    return release.load_models(folder, cfg), release.read_manifest(folder)["training"]
+    models, rec, _ = pipeline.build(replace(TinyConfig(), seed=seed), lambda f, m: print(m, flush=True)
+                                    if m.endswith(("done", "/800 problems (4 answers × 4 feedbacks × 4 refinements each)")) else None,
+                                    variants=("naive",))
+    return models, rec
 
 
 def _per_problem_majority(tr) -> np.ndarray:
@@ -44,9 +45,9 @@ def _per_problem_majority(tr) -> np.ndarray:
 def main():
     import torch
 
-    from . import refine, task
+    from . import pipeline, refine, task
     from .experiment import evaluate_models
-    from .models import QUICK
+    from .config import QUICK
     from .plots import flip_figure, training_figure, turn_figure
 
     torch.set_num_threads(2)
@@ -56,7 +57,7 @@ def main():
     for seed in SEEDS:
         models, rec = _models_for(seed)
         records.append(rec)
-        runs.append(evaluate_models(models, test, TURNS, VARIANTS, 0))
+        runs.append(evaluate_models(models, test, TURNS, VARIANTS + (SEED0_ONLY if seed == SEEDS[0] else ()), 0))
         d = _per_problem_majority(refine.run(models["dpsdp_actor"], models["dpsdp_critic"], test, TURNS))
         s = _per_problem_majority(refine.self_consistency(models["ref_actor"], test, TURNS, 0.7, 0))
         sc_diff.append(d - s)
@@ -98,18 +99,24 @@ def main():
               f"{len(diff):,} problem-seeds)", diff.mean() + half >= 0)
     wall = [r["wall_seconds"] for r in records]
     t0 = time.perf_counter()
-    from . import pipeline
-
-    pipeline.build(replace(QUICK, seed=7), lambda f, m: None, variants=())
+    pipeline.build(replace(QUICK, seed=7), lambda f, m: None, variants=())  # what the tab's quick preset runs (+ 200-problem eval)
     quick_s = time.perf_counter() - t0
     rep.claim("7. Runtime on 2 CPU cores: full tiny pipeline (with both trained ablations) < 15 min; quick preset "
               "< 3 min", "< 900 s; < 180 s",
-              f"full: {', '.join(f'{w:.0f}' for w in wall)} s per seed (seed 0: the release build); quick preset "
+              f"full: {', '.join(f'{w:.0f}' for w in wall)} s per seed (seed 0: the release build with both ablations; "
+              f"seeds 1-2: with the naive-DPO ablation only); quick preset "
               f"(DPSDP only): {quick_s:.0f} s", max(wall) < 900 and quick_s < 180)
-    for v in ("single_agent", "naive_dpo", "history", "oracle_critic"):
-        rep.reported(f"5. Ablation: {v.replace('_', ' ')} ({'DPSDP pair with the whole history as the actor state' if v == 'history' else ''})".replace(" ()", ""),
-                     "multi-agent, Markovian, DP targets help (paper ablations)",
+    what = {"naive_dpo": "naive-DPO actor (wrong a₀ rejected, a correct refinement chosen; no DP targets) + π_ref critic",
+            "history": "DPSDP pair with the whole history as the actor's state (non-Markovian at test time)",
+            "oracle_critic": "π_ref actor with the oracle critic (ceiling of the feedback)"}
+    for v, label in what.items():
+        rep.reported(f"5. Ablation: {label}", "multi-agent, Markovian state and DP targets help (paper ablations)",
                      f"p1@t1 {fmt(v, 'p1', 0)}, p1@t5 {fmt(v, 'p1', TURNS - 1)}, m1@t5 {fmt(v, 'm1', TURNS - 1)}")
+    s0 = runs[0]["single_agent"]
+    rep.reported("5. Ablation: single agent (one model plays actor and critic; seed 0 only)",
+                 "multi-agent beats single-agent overall (some Ministral metrics favour single-agent)",
+                 f"p1@t1 {100 * s0['p1'][0]:.1f}%, p1@t5 {100 * s0['p1'][-1]:.1f}%, m1@t5 {100 * s0['m1'][-1]:.1f}% "
+                 f"(DPSDP seed 0: m1@t5 {100 * runs[0]['dpsdp']['m1'][-1]:.1f}%)")
     rep.reported("Base actor (pretrained only, before SFT): first answer", "p1@t1 ≈ 40-65% (spec's band)",
                  fmt("base", "p1", 0))
     rep.reported("pass@t5 of DPSDP (upper bound of m1@t5)", "—", fmt("dpsdp", "pass", TURNS - 1))
@@ -118,12 +125,13 @@ def main():
     rep.reported("OOD (three-digit first number, 500 problems, seed 0)", "OlympiadBench / MMLU-Pro transfer",
                  f"DPSDP p1@t1 {100 * ood['dpsdp']['p1'][0]:.1f}% → m1@t5 {100 * ood['dpsdp']['m1'][-1]:.1f}%; π_ref "
                  f"{100 * ood['reference']['p1'][0]:.1f}% → {100 * ood['reference']['m1'][-1]:.1f}%")
-    mean_curves = {v: {key: [float(np.mean([r[v][key][k] for r in runs])) for k in range(len(runs[0][v][key]))]
+    mean_curves = {v: {key: [float(np.mean([r[v][key][k] for r in runs if v in r])) for k in range(len(runs[0][v][key]))]
                        for key in ("p1", "m1", "pass", "c2i", "i2c")} | {"turns": TURNS}
                    for v in runs[0]}
-    rep.figure(turn_figure(mean_curves, list(VARIANTS), f"{N_TEST} test problems, mean of {len(SEEDS)} seeds"),
+    rep.figure(turn_figure(mean_curves, list(VARIANTS + SEED0_ONLY), f"{N_TEST} test problems, mean of {len(SEEDS)} seeds "
+               "(single agent: seed 0)"),
                "turns", "Accuracy of the k-th answer (left) and of the majority over the first k answers (right)")
-    rep.figure(flip_figure(mean_curves, list(VARIANTS)), "flips", "Flip rates summed over the four refinement turns")
+    rep.figure(flip_figure(mean_curves, list(VARIANTS + SEED0_ONLY)), "flips", "Flip rates summed over the four refinement turns")
     rep.figure(training_figure(records[0]), "training", "Training of the released pipeline (seed 0)")
     tr0 = records[0]["tree"]
     rep.section(
