@@ -107,3 +107,13 @@ def cancel_job(job_id: str | None) -> str:
         get_backend().cancel(job_id)
         return f"stop requested for job {job_id[:8]}"
     return "nothing is running"
+
+
+def whole(v: Any) -> Any:
+    """int() for a whole float from a slider or number box; anything else goes to the parameter model as is
+    (it names the field in its message)."""
+    import math
+
+    if isinstance(v, float) and math.isfinite(v) and v == int(v):
+        return int(v)
+    return v

@@ -8,7 +8,7 @@ import gradio as gr
 
 from engines.dpsdp.params import EXAMPLE, VARIANT_LABELS
 
-from ..bridge import JobRun, cancel_job
+from ..bridge import JobRun, cancel_job, whole
 
 METHOD_ID = "dpsdp"
 TURN_HEADERS = ["turn", "critic's feedback on the previous answer", "actor's answer", "final", "right", "running majority"]
@@ -56,17 +56,9 @@ def tree_rows(res: dict) -> list[list]:
     return rows
 
 
-def _int(v):
-    import math
-
-    if isinstance(v, float) and math.isfinite(v) and v == int(v):
-        return int(v)
-    return v
-
-
 def run_refine(problem, variant, turns, temperature, markovian, seed, progress=gr.Progress()):
-    params = dict(problem=problem or "", variant=variant, turns=_int(turns), temperature=temperature,
-                  markovian=bool(markovian), seed=_int(seed))
+    params = dict(problem=problem or "", variant=variant, turns=whole(turns), temperature=temperature,
+                  markovian=bool(markovian), seed=whole(seed))
     job = JobRun(METHOD_ID, "transcript", params)
     yield job.id, gr.skip(), gr.skip(), gr.skip(), f"Job {job.id[:8]} queued…"
     res = job.wait(progress)
@@ -88,7 +80,7 @@ def random_problem(seed):
 
 
 def run_tree(index, seed, progress=gr.Progress()):
-    job = JobRun(METHOD_ID, "tree", dict(index=_int(index), seed=_int(seed)))
+    job = JobRun(METHOD_ID, "tree", dict(index=whole(index), seed=whole(seed)))
     yield job.id, gr.skip(), f"Job {job.id[:8]} queued…"
     res = job.wait(progress)
     yield (job.id, tree_rows(res),
@@ -98,7 +90,7 @@ def run_tree(index, seed, progress=gr.Progress()):
 
 
 def run_evaluate(n_problems, turns, split, variants, progress=gr.Progress()):
-    params = dict(n_problems=_int(n_problems), turns=_int(turns), split=split, variants=list(variants or []))
+    params = dict(n_problems=whole(n_problems), turns=whole(turns), split=split, variants=list(variants or []))
     if not params["variants"]:
         raise gr.Error("Pick at least one variant to evaluate.", title="Nothing selected")
     job = JobRun(METHOD_ID, "evaluate", params)
@@ -118,7 +110,7 @@ def run_evaluate(n_problems, turns, split, variants, progress=gr.Progress()):
 
 
 def run_train(preset, seed, progress=gr.Progress()):
-    job = JobRun(METHOD_ID, "train", dict(preset=preset, seed=_int(seed)))
+    job = JobRun(METHOD_ID, "train", dict(preset=preset, seed=whole(seed)))
     yield job.id, gr.skip(), f"Job {job.id[:8]} queued (the quick preset takes a few minutes)…"
     res = job.wait(progress)
     from engines.dpsdp.plots import training_figure

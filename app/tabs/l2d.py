@@ -11,7 +11,7 @@ import gradio as gr
 
 from engines.l2d.params import ADAPTIVE, EXAMPLE, SOLVER_LABELS, STEP_GRID
 
-from ..bridge import JobRun, cancel_job
+from ..bridge import JobRun, cancel_job, whole
 
 METHOD_ID = "l2d"
 RELEASE = Path(__file__).resolve().parents[2] / "release" / "l2d"
@@ -64,20 +64,11 @@ def _trajectory(ex: dict | None):
     return trajectory_figure(ex)
 
 
-def _int(v):
-    """int() for whole numbers; anything else goes to the parameter model as is (it names the field)."""
-    import math
-
-    if isinstance(v, float) and math.isfinite(v) and v == int(v):
-        return int(v)
-    return v
-
-
 def run_solve(problem, steps, solver, tolerance, guidance, task_label, estimator, temperature, seed,
               progress=gr.Progress()):
-    params = dict(problem=problem or "", steps=_int(steps), solver=solver, tolerance=tolerance,
+    params = dict(problem=problem or "", steps=whole(steps), solver=solver, tolerance=tolerance,
                   guidance=guidance, task_label=task_label, estimator=estimator,
-                  temperature=temperature, seed=_int(seed), compare_steps=list(STEP_GRID))
+                  temperature=temperature, seed=whole(seed), compare_steps=list(STEP_GRID))
     job = JobRun(METHOD_ID, "solve", params)
     yield job.id, gr.skip(), gr.skip(), gr.skip(), f"Job {job.id[:8]} queued…"
     res = job.wait(progress)
@@ -104,7 +95,7 @@ def random_problem(carries: float, task_name: str, seed: float) -> str:
 
 
 def run_benchmark(n_problems, seeds, n_adaptive, progress=gr.Progress()):
-    params = dict(n_problems=_int(n_problems), seeds=_int(seeds), n_adaptive=_int(n_adaptive))
+    params = dict(n_problems=whole(n_problems), seeds=whole(seeds), n_adaptive=whole(n_adaptive))
     job = JobRun(METHOD_ID, "benchmark", params)
     yield job.id, gr.skip(), gr.skip(), gr.skip(), f"Job {job.id[:8]} queued…"
     res = job.wait(progress)
@@ -118,7 +109,7 @@ def run_benchmark(n_problems, seeds, n_adaptive, progress=gr.Progress()):
 
 
 def run_real(model_id, train_steps, n_eval, progress=gr.Progress()):
-    params = dict(model_id=model_id or "", train_steps=_int(train_steps), n_eval=_int(n_eval))
+    params = dict(model_id=model_id or "", train_steps=whole(train_steps), n_eval=whole(n_eval))
     job = JobRun(METHOD_ID, "real_model", params)
     yield job.id, f"Job {job.id[:8]} queued (loads the language model first)…"
     res = job.wait(progress)

@@ -143,6 +143,31 @@ def install(kind: str, key: str, dest: Path, progress: Any = None) -> dict | Non
     return m
 
 
+def ensure_installed(kind: str, key: str, folder: Path, complete, build_test, label: str, rebuild: str,
+                     progress: Any = None) -> None:
+    """Make ``folder`` hold a complete ``kind/key`` (``complete()`` says when it does), under a lock shared by the
+    processes that use the data directory: the test profile builds its micro models (``build_test()``, one torch
+    thread), any other profile installs the shipped artifact. Missing or damaged files raise, naming ``rebuild``."""
+    import fcntl
+
+    from .settings import get_settings
+
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    with open(folder.parent / f".{folder.name}.lock", "w") as lk:
+        fcntl.flock(lk, fcntl.LOCK_EX)
+        if complete():
+            return
+        if get_settings().profile == "test":
+            from .threads import torch_threads
+
+            with torch_threads(1):
+                build_test()
+        elif install(kind, key, folder, progress) is None:
+            raise FileNotFoundError(f"no released {label} models for key {key} (release/{kind}/): rebuild with `{rebuild}`")
+        if not complete():
+            raise RuntimeError(f"the {label} models in {folder} are incomplete or damaged: `{rebuild}`")
+
+
 def install_file(kind: str, key: str, rel: str, dest: Path) -> bool:
     """Install one shipped artifact that the owner keeps as a single file (its directory holds ``rel``)."""
     m = manifest(kind, key)

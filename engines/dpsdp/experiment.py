@@ -112,7 +112,7 @@ def train(params, ctx: JobContext | None = None) -> dict:
     from engines.common.settings import get_settings
 
     from . import pipeline
-    from .models import MICRO, QUICK, TinyConfig
+    from .config import MICRO, QUICK, TinyConfig
 
     p = validate(TrainParams, params)
     ctx = _ctx(ctx)

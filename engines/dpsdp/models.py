@@ -13,7 +13,7 @@ import torch.nn.functional as F
 from engines.common.context import JobCancelled
 
 from . import task
-from .config import MICRO, QUICK, TinyConfig  # noqa: F401  (re-exported)
+from .config import TinyConfig
 
 Progress = Callable[[float, str], None]
 
@@ -62,8 +62,7 @@ def generate(model, prompts: torch.Tensor, length: int, temperature: float = 1.0
                 past, logits = out.cache, out.logits[:, -1]
         outs.append(torch.stack(toks, 1))
     res = torch.cat(outs) if outs else torch.zeros(0, length, dtype=torch.long)
-    done = torch.cumsum((res == task.EOS).long(), 1) - (res == task.EOS).long() > 0
-    return res.masked_fill(done, task.PAD)
+    return res.masked_fill(mask_of(res) == 0, task.PAD)
 
 
 def mask_of(resp: torch.Tensor) -> torch.Tensor:

@@ -13,10 +13,10 @@ import torch
 from engines.common.context import JobCancelled
 
 from . import dp, refine, task
-from .models import TinyConfig, clone, dpo_loss, generate, make_model, n_params, response_logprob, supervised
+from .config import TinyConfig
+from .models import clone, dpo_loss, generate, make_model, n_params, response_logprob, supervised
 
 Progress = Callable[[float, str], None]
-ROLES = ("ref_actor", "ref_critic", "dpsdp_actor", "dpsdp_critic", "naive_actor", "single")
 
 
 def _sub(progress: Progress, a: float, b: float) -> Progress:

@@ -45,6 +45,15 @@ class Transcript:
         return [[task.final_answer(a) for a in ans] for ans in self.answers]
 
 
+def _batches(problems: list[tuple]) -> tuple[list[str], list[str], list[list[int]]]:
+    """Problem texts, true scratchpads, and the problem indices grouped by prompt length (one batch each)."""
+    xs = [task.problem_text(*p) for p in problems]
+    groups: dict[int, list[int]] = {}
+    for i, x in enumerate(xs):
+        groups.setdefault(len(x), []).append(i)
+    return xs, [task.solution_text(*p) for p in problems], list(groups.values())
+
+
 def _check(cancelled) -> None:
     if cancelled is not None and cancelled():
         from engines.common.context import JobCancelled
@@ -56,14 +65,10 @@ def run(actor, critic, problems: list[tuple], turns: int, temperature: float = 0
         critic_mode: str = "model", markovian: bool = True, cancelled=None) -> Transcript:
     """``turns`` actor answers per problem (1 first answer + turns − 1 refinements), batched per prompt length."""
     g = torch.Generator().manual_seed(seed)
-    xs = [task.problem_text(*p) for p in problems]
-    truths = [task.solution_text(*p) for p in problems]
+    xs, truths, groups = _batches(problems)
     answers: list[list[str]] = [[] for _ in xs]
     feedback: list[list[str]] = [[] for _ in xs]
-    groups: dict[int, list[int]] = {}
-    for i, x in enumerate(xs):
-        groups.setdefault(len(x), []).append(i)
-    for idx in groups.values():
+    for idx in groups:
         gx = [xs[i] for i in idx]
         ans = generate(actor, torch.tensor([task.actor_prompt(x) for x in gx]), task.ANSWER_LEN, temperature, g)
         history: list[list[tuple[list[int], list[int]]]] = [[] for _ in idx]
@@ -94,13 +99,9 @@ def self_consistency(actor, problems: list[tuple], samples: int, temperature: fl
                      cancelled=None) -> Transcript:
     """The equal-compute baseline: ``samples`` independent first answers per problem (no critic)."""
     g = torch.Generator().manual_seed(seed)
-    xs = [task.problem_text(*p) for p in problems]
-    truths = [task.solution_text(*p) for p in problems]
+    xs, truths, groups = _batches(problems)
     answers: list[list[str]] = [[] for _ in xs]
-    groups: dict[int, list[int]] = {}
-    for i, x in enumerate(xs):
-        groups.setdefault(len(x), []).append(i)
-    for idx in groups.values():
+    for idx in groups:
         _check(cancelled)
         p0 = torch.tensor([task.actor_prompt(xs[i]) for i in idx for _ in range(samples)])
         out = generate(actor, p0, task.ANSWER_LEN, temperature, g).view(len(idx), samples, -1)

@@ -126,28 +126,15 @@ def build(folder: Path, cfg, progress=None, cancelled=lambda: False) -> dict:
 
 def load(progress=None) -> Bundle:
     """The models of the current profile (cached per process): the release's, or micro models (test)."""
-    import fcntl
-
     profile = get_settings().profile
     with _lock:
         if profile in _cache:
             return _cache[profile]
         cfg = _cfg(profile)
         folder = cache_dir(cfg)
-        folder.parent.mkdir(parents=True, exist_ok=True)
-        with open(folder.parent / f".{folder.name}.lock", "w") as lk:  # processes sharing the data dir
-            fcntl.flock(lk, fcntl.LOCK_EX)
-            if not _complete(folder, cfg):
-                if profile == "test":
-                    from engines.common.threads import torch_threads
-
-                    with torch_threads(1):
-                        build(folder, cfg, progress=progress or (lambda f, m: None))
-                elif shared_release.install(KIND, key_for(cfg), folder, progress) is None:
-                    raise FileNotFoundError(
-                        f"no released DPSDP models for key {key_for(cfg)} (release/{KIND}/): rebuild with `{REBUILD}`")
-                if not _complete(folder, cfg):
-                    raise RuntimeError(f"the DPSDP models in {folder} are incomplete or damaged: `{REBUILD}`")
+        shared_release.ensure_installed(
+            KIND, key_for(cfg), folder, lambda: _complete(folder, cfg),
+            lambda: build(folder, cfg, progress=progress or (lambda f, m: None)), "DPSDP", REBUILD, progress)
         source = ("micro models (test profile)" if profile == "test"
                   else f"released tiny models (release/{KIND}/{key_for(cfg)})")
         b = Bundle(load_models(folder, cfg), cfg, read_manifest(folder), source, folder)

@@ -159,12 +159,3 @@ def response_ids(text: str, length: int) -> list[int]:
     if len(ids) < length:
         ids = ids + [EOS] + [PAD] * (length - len(ids) - 1)
     return ids
-
-
-def response_mask(ids) -> list[int]:
-    """1 on the emitted tokens up to and including the first EOS, 0 after it."""
-    out, done = [], False
-    for i in ids:
-        out.append(0 if done else 1)
-        done = done or int(i) == EOS
-    return out

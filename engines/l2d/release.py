@@ -161,28 +161,15 @@ def _complete(folder: Path, cfg: models.TinyConfig) -> bool:
 
 def load(progress=None) -> Bundle:
     """The models for the current profile (cached per process): the release's, or micro models (test)."""
-    import fcntl
-
     profile = get_settings().profile
     with _lock:
         if profile in _cache:
             return _cache[profile]
         cfg = models.profile_config()
         folder = cache_dir(cfg)
-        folder.parent.mkdir(parents=True, exist_ok=True)
-        with open(folder.parent / f".{folder.name}.lock", "w") as lk:  # processes sharing the data dir
-            fcntl.flock(lk, fcntl.LOCK_EX)
-            if not _complete(folder, cfg):
-                if profile == "test":
-                    from engines.common.threads import torch_threads
-
-                    with torch_threads(1):
-                        build(folder, cfg=cfg, progress=progress or (lambda f, m: None))
-                elif shared_release.install(KIND, key_for(cfg), folder, progress) is None:
-                    raise FileNotFoundError(
-                        f"no released L2D models for key {key_for(cfg)} (release/{KIND}/): rebuild with `{REBUILD}`")
-                if not _complete(folder, cfg):
-                    raise RuntimeError(f"the L2D models in {folder} are incomplete or damaged: `{REBUILD}`")
+        shared_release.ensure_installed(
+            KIND, key_for(cfg), folder, lambda: _complete(folder, cfg),
+            lambda: build(folder, cfg=cfg, progress=progress or (lambda f, m: None)), "L2D", REBUILD, progress)
         source = ("micro models (test profile)" if profile == "test"
                   else f"released tiny models (release/{KIND}/{key_for(cfg)})")
         man = read_manifest(folder)

@@ -10,7 +10,8 @@ import torch
 
 from engines.common.params import ParamError
 from engines.dpsdp import dp, refine, task
-from engines.dpsdp.models import MICRO, dpo_loss, make_model, response_logprob
+from engines.dpsdp.config import MICRO
+from engines.dpsdp.models import dpo_loss, make_model, response_logprob
 
 
 # ----------------------------------------------------------------------------- DP targets and pairs (check 1)
