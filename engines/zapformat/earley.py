@@ -35,9 +35,12 @@ class Column:
 class Recognizer:
     """The Earley-set stack of one constrained generation; ``compaction`` switches dynamic pruning."""
 
-    def __init__(self, grammar: Grammar, compaction: bool = True):
+    def __init__(self, grammar: Grammar, compaction: bool = True, stop_at_first_accept: bool = True):
         self.g = grammar
         self.compaction = compaction
+        # True: kbnf's semantics (finished as soon as the start symbol completes at any byte of a token).
+        # False: finished only when the text is accepted *and* no byte can follow (``[0-9]+`` goes on after "1").
+        self.stop_at_first_accept = stop_at_first_accept
         self.reset()
 
     # ------------------------------------------------------------------ state
@@ -233,8 +236,13 @@ class Recognizer:
         self.stats_after = (len(self.cols), self.n_items())
         if not self.compaction:
             self.stats_before = self.stats_after
-        self.finished = finished
+        self.finished = finished if self.stop_at_first_accept else (last.finished_here and not last.scan)
         return True
+
+    @property
+    def accepting(self) -> bool:
+        """The text so far is a complete sentence (the start symbol completes at the last byte): EOS may follow."""
+        return self.cols[-1].finished_here
 
     def can_accept_more(self) -> bool:
         return bool(self.cols[-1].scan)

@@ -43,6 +43,7 @@ class StepResult(BaseModel):
     accepted_all: bool
     finished: bool
     message: str
+    accepting: bool = False  # the target is a complete sentence (EOS allowed), though the grammar may allow more
     elapsed_s: float
 
 
@@ -56,7 +57,7 @@ def step_through(params: StepParams | dict, ctx: JobContext | None = None) -> St
     p = validate(StepParams, params)
     t0 = time.perf_counter()
     try:
-        kbnf = to_kbnf(p.grammar_kind, p.grammar)
+        kbnf = to_kbnf(p.grammar_kind, p.grammar, p.whitespace, p.max_indent)
     except InputError as e:
         raise ValueError(str(e)) from None
     enc = load_encoder(p.vocab)
@@ -86,13 +87,15 @@ def step_through(params: StepParams | dict, ctx: JobContext | None = None) -> St
         passes.append(rows)
         means.append(float(np.mean([r.mask_us for r in rows])) if rows else 0.0)
         hits.append(float(np.mean([r.cache_hit for r in rows])) if rows else 0.0)
-    finished = engine.finished
+    finished, accepting = engine.finished, engine.accepting
     if accepted_all and not message:
         message = ("Complete: the grammar's start symbol is finished." if finished else
+                   "Complete: the text is a full sentence of the grammar (EOS is allowed here); the grammar would "
+                   "also allow it to go on." if accepting else
                    "Every token was allowed, but the text is not complete yet (the grammar expects more).")
     return StepResult(vocab=p.vocab, vocab_size=enc.vocab.size, kbnf=kbnf, compile_s=compile_s, passes=passes,
                       mean_us=means, hit_rate=hits, accepted_all=accepted_all, finished=finished, message=message,
-                      elapsed_s=time.perf_counter() - t0)
+                      accepting=accepting, elapsed_s=time.perf_counter() - t0)
 
 
 class BenchmarkResult(BaseModel):

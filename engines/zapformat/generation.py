@@ -1,8 +1,11 @@
 """Constrained generation with SmolLM2-135M-Instruct: a transformers ``LogitsProcessor``.
 
 Each batch row has its own recognizer; all rows share one compiled program and one state cache (the
-paper's cache serving many queries). A finished row may only emit EOS; a row whose mask is empty
-before the grammar finished is reported as a dead end instead of emitting garbage.
+paper's cache serving many queries). EOS is allowed exactly when the row's text is a complete sentence of
+the grammar (``ConstrainedEngine.accepting``), next to whatever tokens may still extend it: a top-level
+``[0-9]+`` may write "123" token by token and stop after any digit, never before the first. A finished row
+(nothing can follow) may only emit EOS. A row whose mask is empty before the grammar accepts is reported as
+a dead end (and given EOS so the batch can stop) instead of emitting garbage.
 """
 from __future__ import annotations
 
@@ -36,30 +39,39 @@ class GrammarLogitsProcessor:
             e.cache = cache  # shared state cache
         self.vocab, self.prompt_len = vocab, prompt_len
         self.dead_end = [False] * batch
+        self.stopped = [False] * batch  # the row emitted EOS (what follows is padding, never fed to the grammar)
         self.mask_s = 0.0
         self.calls = 0
 
-    def __call__(self, input_ids, scores):
+    def allowed(self, row: int, width: int | None = None):
+        """Bool tensor over ``width`` ids: the grammar's mask for this row, plus EOS iff the text is complete."""
         import torch
 
+        e, eos = self.engines[row], self.vocab.eos_token_id
+        width = width or self.vocab.size
+        allowed = torch.zeros(width, dtype=torch.bool)
+        if not (e.finished or self.dead_end[row] or self.stopped[row]):
+            m = e.compute_mask()
+            n = min(len(m), width)
+            allowed[:n] = torch.from_numpy(m[:n])  # a copy: the cached mask is never written
+        if eos is not None and eos < width:
+            allowed[eos] = bool(e.accepting or self.dead_end[row] or self.stopped[row])
+            if not allowed.any():  # nothing extends the text and it is not complete: stop, reported as a dead end
+                self.dead_end[row] = True
+                allowed[eos] = True
+        return allowed
+
+    def __call__(self, input_ids, scores):
         t0 = time.perf_counter()
         eos = self.vocab.eos_token_id
         for row, e in enumerate(self.engines):
             if input_ids.shape[1] > self.prompt_len:
                 last = int(input_ids[row, -1])
-                if not e.finished and last != eos and not self.dead_end[row]:
+                if last == eos:
+                    self.stopped[row] = True
+                elif not (e.finished or self.dead_end[row] or self.stopped[row]):
                     e.accept_token(last)
-            allowed = torch.zeros(scores.shape[1], dtype=torch.bool)
-            if e.finished or self.dead_end[row]:
-                allowed[eos] = True
-            else:
-                m = torch.from_numpy(e.compute_mask())
-                n = min(len(m), scores.shape[1])
-                allowed[:n] = m[:n]
-                if not allowed.any():
-                    self.dead_end[row] = True
-                    allowed[eos] = True
-            scores[row, ~allowed] = float("-inf")
+            scores[row, ~self.allowed(row, scores.shape[1])] = float("-inf")
         self.mask_s += time.perf_counter() - t0
         self.calls += 1
         return scores
@@ -72,6 +84,7 @@ class Sample(BaseModel):
     unconstrained: str
     unconstrained_valid: bool
     dead_end: bool
+    stop: str = "eos"  # constrained sample: "eos", "max_new_tokens" (cut at the length cap) or "dead_end"
 
 
 class GenerateResult(BaseModel):
@@ -83,6 +96,22 @@ class GenerateResult(BaseModel):
     unconstrained_s: float
     tokens: int
     elapsed_s: float
+    # What the samples were constrained by, shown beside them in the tab.
+    grammar_kind: str = "json_schema"
+    grammar: str = ""
+    kbnf: str = ""
+    whitespace: str = "bounded"
+    max_indent: int = 16
+    max_new_tokens: int = 96
+
+
+def stop_reasons(ids, prompt_len: int, eos: int | None, dead_end: list[bool]) -> list[str]:
+    """Why each generated row ended: a dead end, EOS, or the ``max_new_tokens`` cap (no EOS in the new tokens)."""
+    out = []
+    for row, d in zip(ids, dead_end):
+        new = [int(t) for t in row[prompt_len:]]
+        out.append("dead_end" if d else "eos" if eos is not None and eos in new else "max_new_tokens")
+    return out
 
 
 def validity_checker(kind: str, text: str, kbnf: str):
@@ -109,7 +138,7 @@ def validity_checker(kind: str, text: str, kbnf: str):
 
     def ok_cfg(out: str) -> bool:
         r = Recognizer(g)
-        return r.accept_bytes(out.encode()) and r.finished
+        return r.accept_bytes(out.encode()) and r.accepting
 
     return ok_cfg
 
@@ -119,7 +148,7 @@ def generate(params: GenerateParams | dict, ctx: JobContext | None = None) -> Ge
     ctx = ctx or LocalContext()
     t0 = time.perf_counter()
     try:
-        kbnf = to_kbnf(p.grammar_kind, p.grammar)
+        kbnf = to_kbnf(p.grammar_kind, p.grammar, p.whitespace, p.max_indent)
     except InputError as e:
         raise ValueError(str(e)) from None
     import torch
@@ -159,16 +188,20 @@ def generate(params: GenerateParams | dict, ctx: JobContext | None = None) -> Ge
         ctx.check_cancelled()
         times[mode] = time.perf_counter() - t
         outs[mode] = [tok.decode(o[enc["input_ids"].shape[1]:], skip_special_tokens=True) for o in out]
+        if mode == "constrained":
+            stops = stop_reasons(out, enc["input_ids"].shape[1], tok.eos_token_id, proc.dead_end)
     samples = [Sample(prompt=q, constrained=c, constrained_valid=valid(c), unconstrained=u,
-                      unconstrained_valid=valid(u.strip()), dead_end=d)
-               for q, c, u, d in zip(prompts, outs["constrained"], outs["unconstrained"], proc.dead_end)]
+                      unconstrained_valid=valid(u.strip()), dead_end=d, stop=st)
+               for q, c, u, d, st in zip(prompts, outs["constrained"], outs["unconstrained"], proc.dead_end, stops)]
     n = len(samples)
     per_token = 1000 * proc.mask_s / max(proc.calls * n, 1)
     ctx.progress(1.0, "done")
     return GenerateResult(samples=samples, constrained_valid_rate=sum(s.constrained_valid for s in samples) / n,
                           unconstrained_valid_rate=sum(s.unconstrained_valid for s in samples) / n,
                           mask_ms_per_token=per_token, constrained_s=times["constrained"],
-                          unconstrained_s=times["unconstrained"], tokens=proc.calls, elapsed_s=time.perf_counter() - t0)
+                          unconstrained_s=times["unconstrained"], tokens=proc.calls, elapsed_s=time.perf_counter() - t0,
+                          grammar_kind=p.grammar_kind, grammar=p.grammar, kbnf=kbnf, whitespace=p.whitespace,
+                          max_indent=p.max_indent, max_new_tokens=p.max_new_tokens)
 
 
 _VOCABS: dict = {}

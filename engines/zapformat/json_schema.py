@@ -1,8 +1,10 @@
 """JSON Schema (draft 2020-12) -> KBNF, in the style of formatron's ``formats/json.py``.
 
-Every JSON token is a regex terminal with an optional whitespace prefix (``[ \\t\\n\\r]*``), one
-nonterminal per schema node. Object members are written in schema order (declared properties in their
-given order, then any additional members). Every keyword that constrains an instance is either compiled
+Every JSON token is a regex terminal with a whitespace prefix, one nonterminal per schema node. The prefix
+is a setting (``whitespace_regex``): ``bounded`` (the default: at most one newline, then at most ``max_indent``
+spaces/tabs), ``compact`` (none) or ``flexible`` (formatron's unbounded ``[ \\t\\n\\r]*``, used wherever masks
+are compared with kbnf or with the MaskBench peers). Object members are written in schema order (declared
+properties in their given order, then any additional members). Every keyword that constrains an instance is either compiled
 exactly or refused by name with the JSON pointer of the keyword in the user's schema; keywords the
 specification does not define (``x-...``, ``readonly``, ``_comment``...) and annotations are ignored,
 as a validator ignores them. See docs/methods/zapformat.md ("JSON Schema coverage") for the table.
@@ -30,12 +32,48 @@ import math
 import os
 import re
 import time
+from contextvars import ContextVar
 from dataclasses import dataclass
 from fractions import Fraction
 from urllib.parse import unquote
 
-WS = r"[ \t\n\r]*"
-HEADER = rf'''integer ::= #"{WS}-?(0|[1-9][0-9]*)";
+FLEXIBLE_WS = r"[ \t\n\r]*"  # formatron's prefix: any run of JSON whitespace (kbnf / MaskBench comparisons)
+WHITESPACE_MODES = ("bounded", "compact", "flexible")
+DEFAULT_WHITESPACE = "bounded"
+DEFAULT_MAX_INDENT = 16
+MAX_INDENT_LIMIT = 64
+
+
+def whitespace_regex(mode: str = DEFAULT_WHITESPACE, max_indent: int = DEFAULT_MAX_INDENT) -> str:
+    """The regex every JSON token of a compiled schema starts with (``Decoding controls`` in the docs).
+
+    ``flexible``: ``[ \\t\\n\\r]*`` (unbounded; formatron, XGrammar ``any_whitespace=True``, LLGuidance
+    ``whitespace_flexible``). ``bounded`` (default): ``(?:\\r?\\n)?[ \\t]{0,N}``, at most one newline
+    (``\\n`` or ``\\r\\n``) then at most ``N = max_indent`` spaces/tabs, like XGrammar's ``max_whitespace_cnt``.
+    ``compact``: nothing (``{"a":1}``; LLGuidance's non-flexible mode with ``,``/``:`` separators)."""
+    if mode not in WHITESPACE_MODES:
+        raise ValueError(f"whitespace must be one of {', '.join(WHITESPACE_MODES)} (got {mode!r})")
+    if isinstance(max_indent, bool) or not isinstance(max_indent, int) or not 0 <= max_indent <= MAX_INDENT_LIMIT:
+        raise ValueError(f"max_indent must be a whole number from 0 to {MAX_INDENT_LIMIT} (got {max_indent!r})")
+    if mode == "flexible":
+        return FLEXIBLE_WS
+    if mode == "compact":
+        return ""
+    return r"(?:\r?\n)?" + (rf"[ \t]{{0,{max_indent}}}" if max_indent else "")
+
+
+_WS: ContextVar[str] = ContextVar("zapformat_json_whitespace", default=FLEXIBLE_WS)
+
+
+def _ws() -> str:
+    """The whitespace prefix of the schema being compiled (set by ``schema_to_kbnf``)."""
+    return _WS.get()
+
+
+def json_header(ws: str = FLEXIBLE_WS) -> str:
+    """The shared JSON token terminals and generic value rules, each terminal prefixed by ``ws``."""
+    WS = ws
+    return rf'''integer ::= #"{WS}-?(0|[1-9][0-9]*)";
 number ::= #"{WS}-?(0|[1-9][0-9]*)(\\.[0-9]+)?([eE][+-]?[0-9]+)?";
 string ::= #'{WS}"([^\\\\"\u0000-\u001f]|\\\\["\\\\bfnrt/]|\\\\u[0-9A-Fa-f]{{4}})*"';
 boolean ::= #"{WS}(true|false)";
@@ -50,6 +88,10 @@ object_end ::= #"{WS}\\}}";
 array_begin ::= #"{WS}\\[";
 array_end ::= #"{WS}\\]";
 '''
+
+
+WS = FLEXIBLE_WS  # kept for importers; the compiler itself reads ``_ws()``
+HEADER = json_header(FLEXIBLE_WS)
 JSON_GRAMMAR = "start ::= object;\n" + HEADER  # generic JSON objects (the spec's "generic JSON CFG")
 STRING_CHAR = r'([^\\\\"\u0000-\u001f]|\\\\["\\\\bfnrt/]|\\\\u[0-9A-Fa-f]{4})'  # KBNF-escaped form
 SCHAR = r'(?:[^"\\\x00-\x1f]|\\["\\/bfnrt]|\\u[0-9A-Fa-f]{4})'  # plain regex form
@@ -108,7 +150,7 @@ def _kbnf_regex_literal(value) -> str:
 
 def _terminal(regex: str) -> str:
     """A KBNF regex terminal (whitespace-prefixed) for a plain regex."""
-    return "#'" + WS + regex.replace("\\", "\\\\").replace("'", "\\'") + "'"
+    return "#'" + _ws() + regex.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
 # ----------------------------------------------------------------------------- numbers as digit regexes
@@ -1206,7 +1248,7 @@ class _Converter:
         """A terminal for a JSON string whose contents match every regex in parts (regex.INTERSECT)."""
         from .regex import INTERSECT, RegexError, compile_regex
 
-        plain = INTERSECT.join(WS + f'"{p}"' for p in parts)
+        plain = INTERSECT.join(_ws() + f'"{p}"' for p in parts)
         try:
             compile_regex(plain)
         except RegexError as e:
@@ -1218,9 +1260,9 @@ class _Converter:
         """Terminal for a member key whose contents match every regex in ``both`` and not ``minus``."""
         from .regex import INTERSECT, MINUS, RegexError, compile_regex
 
-        plain = INTERSECT.join(WS + f'"{p}"' for p in both)
+        plain = INTERSECT.join(_ws() + f'"{p}"' for p in both)
         if minus is not None:
-            plain += MINUS + WS + f'"{minus}"'
+            plain += MINUS + _ws() + f'"{minus}"'
         try:
             compile_regex(plain)
         except RegexError as e:
@@ -1239,7 +1281,7 @@ class _Converter:
         if lo is not None or hi is not None:  # the bounds' regex intersected with the remainder automaton
             from .regex import DIVISIBLE, INTERSECT, RegexError, compile_regex
 
-            plain = WS + number_regex(lo, lo_s, hi, hi_s, True, ptr) + INTERSECT + DIVISIBLE + str(m)
+            plain = _ws() + number_regex(lo, lo_s, hi, hi_s, True, ptr) + INTERSECT + DIVISIBLE + str(m)
             try:
                 compile_regex(plain)
             except RegexError as e:
@@ -1260,7 +1302,7 @@ class _Converter:
             self.rules.append(f"{names[r]} ::= {'(' + alts + ')?' if r == 0 else alts};")
         first = [f'"{d}" {names[d % m]}' for d in range(1, 10)]
         head = self.new_rule(" | ".join(first))
-        return f'#"{WS}-?0" | #"{WS}-?" {head}'
+        return f'#"{_ws()}-?0" | #"{_ws()}-?" {head}'
 
     def t_string(self, s: dict, ptr: str) -> str:
         lo, hi = s.get("minLength"), s.get("maxLength")
@@ -1324,7 +1366,7 @@ class _Converter:
             raise SchemaError(ptr + ("/maxLength" if (hi or 0) > self.limits.max_count else "/minLength"),
                               f"string length bound above max_count={self.limits.max_count} (setting ZAPFORMAT_MAX_COUNT)")
         rep = f"{{{lo},{'' if hi is None else hi}}}"
-        return f"#'{WS}\"{STRING_CHAR}{rep}\"'"
+        return f"#'{_ws()}\"{STRING_CHAR}{rep}\"'"
 
     # -------------------------------------------------------------- arrays
     def t_array(self, s: dict, ptr: str) -> str:
@@ -1619,8 +1661,21 @@ def _has_assertions(s: dict) -> bool:
     return any(k in ASSERTIONS or k.startswith("_not_") or k == "_forbidden" for k in s)
 
 
-def schema_to_kbnf(schema, limits: Limits | None = None) -> str:
-    """KBNF text whose ``start`` accepts exactly the JSON texts valid under ``schema`` (see the module doc)."""
+def schema_to_kbnf(schema, limits: Limits | None = None, whitespace: str = DEFAULT_WHITESPACE,
+                   max_indent: int = DEFAULT_MAX_INDENT) -> str:
+    """KBNF text whose ``start`` accepts exactly the JSON texts valid under ``schema`` (see the module doc).
+
+    ``whitespace`` (``bounded``, ``compact`` or ``flexible``) and ``max_indent`` choose the prefix every JSON token
+    may carry (``whitespace_regex``); the kbnf-equality claims and the MaskBench run use ``flexible``."""
+    ws = whitespace_regex(whitespace, max_indent)
+    token = _WS.set(ws)
+    try:
+        return _schema_to_kbnf(schema, limits, ws)
+    finally:
+        _WS.reset(token)
+
+
+def _schema_to_kbnf(schema, limits: Limits | None, ws: str) -> str:
     if isinstance(schema, str):
         try:
             schema = json.loads(schema)
@@ -1637,9 +1692,12 @@ def schema_to_kbnf(schema, limits: Limits | None = None) -> str:
         root = c.nonterminal(schema, "#")
     except RecursionError:
         raise SchemaError("", "the schema nests too deeply") from None
-    return f"start ::= {root};\n" + "\n".join(r for r in c.rules if r) + "\n" + HEADER
+    return f"start ::= {root};\n" + "\n".join(r for r in c.rules if r) + "\n" + json_header(ws)
 
 
 def regex_to_kbnf(pattern: str) -> str:
-    """A grammar accepting exactly the regex (quoted like a JSON string value, so generation can end)."""
+    """A grammar accepting exactly the regex (anchored at both ends; no whitespace is added).
+
+    An open-ended pattern such as ``[0-9]+`` may go on as long as the regex allows: generation stops at EOS,
+    which the logits processor allows once the text matches (``EngineConfig.stop_at_first_accept``)."""
     return f"start ::= #'{pattern.replace(chr(92), chr(92) * 2).replace(chr(39), chr(92) + chr(39))}';\n"

@@ -179,11 +179,14 @@ class CompileError(Exception):
 
 
 def _our_kbnf(schema) -> str:
-    """The KBNF our compiler emits for ``schema`` (a refusal becomes the engine's compile error)."""
+    """The KBNF our compiler emits for ``schema`` (a refusal becomes the engine's compile error).
+
+    Flexible whitespace (``[ \\t\\n\\r]*``), as the peers here run (LLGuidance ``whitespace_flexible``, XGrammar
+    ``any_whitespace=True``): the comparison stays fair and kbnf receives the same grammar as ours."""
     from .frontend import InputError, to_kbnf
 
     try:
-        return to_kbnf("json_schema", json.dumps(schema))
+        return to_kbnf("json_schema", json.dumps(schema), whitespace="flexible")
     except InputError as e:
         raise CompileError(str(e)) from None
 
@@ -194,7 +197,8 @@ class _Ours:
 
         kbnf_text = _our_kbnf(schema)
 
-        # Suite schemas are tiny: skip the eager regex cache (masks are identical with or without it).
+        # Suite schemas are tiny: skip the eager regex cache (masks are identical with or without it). End policy:
+        # the default (a top-level scalar such as 123 may go on after its first digit, as in LLGuidance and XGrammar).
         self.e = ConstrainedEngine.build(kbnf_text, ctx["vocab"], EngineConfig(eager_regex_cache=not ctx.get("suite")))
         self.m = None
 

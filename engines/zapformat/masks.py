@@ -31,13 +31,21 @@ from .vocab import Vocabulary, bits_from_bool, bits_from_ranks
 
 @dataclass(frozen=True)
 class EngineConfig:
-    """The switches of the ablation; defaults are kbnf's (``kbnf::Config::default``)."""
+    """The switches of the ablation; defaults are kbnf's (``kbnf::Config::default``) except the end policy.
+
+    ``stop_at_first_accept``: kbnf finishes as soon as the start symbol completes, so a top-level ``[0-9]+``
+    stops after its first digit. The default (False) finishes only when the text is accepted and nothing can
+    follow; while it is accepted but may go on, the mask keeps the continuations and the logits processor also
+    allows EOS (``ConstrainedEngine.accepting``). The kbnf comparisons (``peers``, ``maskbench``) set it True.
+    On grammars whose sentences cannot be extended (JSON objects, the gallery's quoted regexes, ``;``-ended
+    arithmetic) both policies give the same masks."""
 
     cache: bool = True
     compaction: bool = True
     rejected_prefix_cache: bool = True
     eager_regex_cache: bool = True
     eager_min_tokens: int = 1000
+    stop_at_first_accept: bool = False
 
 
 @dataclass
@@ -140,7 +148,8 @@ class ConstrainedEngine:
     config: EngineConfig = field(default_factory=EngineConfig)
 
     def __post_init__(self):
-        self.rec = Recognizer(self.program.grammar, compaction=self.config.compaction)
+        self.rec = Recognizer(self.program.grammar, compaction=self.config.compaction,
+                              stop_at_first_accept=self.config.stop_at_first_accept)
         self.cache: dict[tuple, tuple[np.ndarray, int]] = {}
         self.hits = self.misses = 0
         self.last = StepStats()
@@ -160,7 +169,13 @@ class ConstrainedEngine:
 
     @property
     def finished(self) -> bool:
+        """No token can follow (the mask is empty): only EOS remains."""
         return self.rec.finished
+
+    @property
+    def accepting(self) -> bool:
+        """The output so far is complete: EOS is allowed (with kbnf's policy this is ``finished``)."""
+        return self.rec.finished or self.rec.accepting
 
     def accept_token(self, token_id: int) -> bool:
         data = self.vocab.tokens.get(int(token_id))

@@ -42,7 +42,8 @@ def _schema(w: Workload):
 
 class _Ours:
     def __init__(self, w: Workload, vocab: Vocabulary, ctx):
-        self.e = ConstrainedEngine.build(w.grammar, vocab, ctx.get("config") or EngineConfig())
+        # kbnf's end policy (finished when the start symbol first completes): the replay compares masks with kbnf
+        self.e = ConstrainedEngine.build(w.grammar, vocab, ctx.get("config") or EngineConfig(stop_at_first_accept=True))
 
     def reset(self):
         self.e.reset()
