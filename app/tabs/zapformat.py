@@ -7,7 +7,8 @@ from __future__ import annotations
 import gradio as gr
 
 from engines.common.params import ParamError, validate
-from engines.zapformat.params import BenchmarkParams, GenerateParams, StepParams
+from engines.zapformat.params import (MAX_INDENT, MAX_NEW_TOKENS, MIN_NEW_TOKENS, BenchmarkParams, GenerateParams,
+                                      StepParams)
 
 from .. import worked_example
 from ..bridge import JobRun, cancel_job
@@ -25,7 +26,10 @@ GALLERY = {
 STEP_HEADERS = ["step", "token", "allowed", "mask µs", "cache hit", "simulated", "sets before", "items before",
                 "sets after", "items after"]
 BENCH_HEADERS = ["engine", "workload", "status", "compile s", "cold mean ms", "cold p99 ms", "warm mean ms", "RSS MB"]
-SAMPLE_HEADERS = ["prompt", "constrained", "valid", "unconstrained", "valid "]
+SAMPLE_HEADERS = ["prompt", "constrained", "valid", "stopped by", "unconstrained", "valid "]
+WHITESPACE = [("bounded: at most one newline, then up to max indent spaces/tabs", "bounded"),
+              ("compact: no whitespace at all", "compact"), ("flexible: any whitespace (unbounded)", "flexible")]
+STOPS = {"eos": "EOS (complete)", "max_new_tokens": "max new tokens", "dead_end": "dead end"}
 
 
 def load_example(name: str):
@@ -44,7 +48,23 @@ def _params(model, **kw):
         raise gr.Error(str(e), title="Invalid parameters") from None
 
 
-def step(kind, grammar, vocab, target, cache, compaction, rpc, eager, threshold, passes):
+def _whole(value, name: str, lo: int, hi: int) -> int:
+    """A whole number in [lo, hi], or a gr.Error naming the parameter and its range."""
+    try:
+        if isinstance(value, bool):
+            raise TypeError
+        v = float(value)
+    except (TypeError, ValueError):
+        raise gr.Error(f"{name} must be a whole number from {lo} to {hi} (got {str(value)[:40]!r}).",
+                       title="Invalid parameters") from None
+    if v != v or not lo <= v <= hi or v != int(v):
+        raise gr.Error(f"{name} must be a whole number from {lo} to {hi} (got {str(value)[:40]}).",
+                       title="Invalid parameters")
+    return int(v)
+
+
+def step(kind, grammar, vocab, target, cache, compaction, rpc, eager, threshold, passes, whitespace="bounded",
+         max_indent=16):
     from engines.zapformat.experiment import step_through
 
     if not (grammar or "").strip():
@@ -53,7 +73,8 @@ def step(kind, grammar, vocab, target, cache, compaction, rpc, eager, threshold,
         raise gr.Error("Type a target text to step through.", title="Empty target")
     p = _params(StepParams, grammar_kind=kind, grammar=grammar, vocab=vocab, target=target, cache=cache,
                 compaction=compaction, rejected_prefix_cache=rpc, eager_regex_cache=eager,
-                eager_min_tokens=int(threshold), passes=int(passes))
+                eager_min_tokens=int(threshold), passes=int(passes), whitespace=whitespace,
+                max_indent=_whole(max_indent, "max_indent", 0, MAX_INDENT))
     try:
         res = step_through(p).model_dump()
     except ValueError as e:
@@ -90,20 +111,47 @@ def step_status(res: dict) -> str:
             f"compile {res['compile_s']:.2f} s; mean mask time {means}.")
 
 
-def run_generate(kind, grammar, prompt, samples, max_new, temperature, progress=gr.Progress()):
+def whitespace_note(kind: str, whitespace: str, max_indent: int) -> str:
+    if kind != "json_schema":
+        return "whitespace as the grammar writes it"
+    return {"bounded": f"bounded whitespace (at most one newline, then ≤ {max_indent} spaces/tabs, before each token)",
+            "compact": "compact (no whitespace)", "flexible": "flexible whitespace (any amount)"}[whitespace]
+
+
+def grammar_panel(kind: str, grammar: str, whitespace: str, max_indent: int):
+    """The schema/grammar the samples were constrained by, shown beside them."""
+    label = {"json_schema": "JSON Schema", "regex": "Regex", "cfg": "KBNF grammar"}.get(kind, kind)
+    return gr.Code(value=grammar, language="json" if kind == "json_schema" else None,
+                   label=f"{label} of these samples · {whitespace_note(kind, whitespace, max_indent)}")
+
+
+def run_generate(kind, grammar, prompt, samples, max_new, temperature, whitespace="bounded", max_indent=16,
+                 progress=gr.Progress()):
+    max_new = _whole(max_new, "max_new_tokens", MIN_NEW_TOKENS, MAX_NEW_TOKENS)
     p = _params(GenerateParams, grammar_kind=kind, grammar=grammar, prompt=prompt, samples=int(samples),
-                max_new_tokens=int(max_new), temperature=float(temperature))
+                max_new_tokens=max_new, temperature=float(temperature), whitespace=whitespace,
+                max_indent=_whole(max_indent, "max_indent", 0, MAX_INDENT))
     job = JobRun(METHOD_ID, "generate", p.model_dump())
-    yield job.id, gr.skip(), f"Job {job.id[:8]} queued (SmolLM2 loads on first use)…"
+    yield (job.id, gr.skip(), f"Job {job.id[:8]} queued (SmolLM2 loads on first use)…",
+           grammar_panel(p.grammar_kind, p.grammar, p.whitespace, p.max_indent))
     res = job.wait(progress)
-    rows = [[s["prompt"], s["constrained"], s["constrained_valid"], s["unconstrained"], s["unconstrained_valid"]]
-            for s in res["samples"]]
+    yield (job.id, *render_generate(res), grammar_panel(res.get("grammar_kind", p.grammar_kind),
+                                                        res.get("grammar") or p.grammar, p.whitespace, p.max_indent))
+
+
+def render_generate(res: dict) -> tuple[list, str]:
+    rows = [[s["prompt"], s["constrained"], s["constrained_valid"], STOPS.get(s.get("stop", "eos"), s.get("stop")),
+             s["unconstrained"], s["unconstrained_valid"]] for s in res["samples"]]
     dead = sum(s["dead_end"] for s in res["samples"])
+    capped = sum(s.get("stop") == "max_new_tokens" for s in res["samples"])
+    cap = res.get("max_new_tokens")
     md = (f"**Valid: constrained {100 * res['constrained_valid_rate']:.0f}%, unconstrained "
           f"{100 * res['unconstrained_valid_rate']:.0f}%.** Mask overhead {res['mask_ms_per_token']:.2f} ms per token "
           f"per sequence; generation {res['constrained_s']:.1f} s constrained vs {res['unconstrained_s']:.1f} s free."
-          + (f" {dead} sample(s) reached a dead end (no allowed token) and stopped." if dead else ""))
-    yield job.id, rows, md
+          + (f" {dead} sample(s) reached a dead end (no allowed token) and stopped." if dead else "")
+          + (f" {capped} constrained sample(s) reached the cap of {cap} new tokens before EOS (raise *Max new "
+             "tokens* or tighten the grammar)." if capped else ""))
+    return rows, md
 
 
 def run_benchmark(engines, workloads, vocab, instances, progress=gr.Progress()):
@@ -150,6 +198,10 @@ def build() -> None:
             target = gr.Textbox(ex_target, label="Target text (replayed token by token)", lines=2,
                                 elem_id="zapformat_target")
             vocab = gr.Dropdown(VOCABS, value="qwen2.5-mini", label="Vocabulary")
+            with gr.Row():
+                whitespace = gr.Dropdown(WHITESPACE, value="bounded", label="JSON whitespace (JSON Schemas only)",
+                                         scale=3, elem_id="zapformat_whitespace")
+                max_indent = gr.Slider(0, MAX_INDENT, value=16, step=1, label="Max indent (bounded)", scale=1)
             with gr.Accordion("Engine switches (ablation)", open=False):
                 cache = gr.Checkbox(True, label="State cache (keyed by the pruned Earley sets)")
                 compaction = gr.Checkbox(True, label="Dynamic pruning (Earley-set compaction)")
@@ -169,13 +221,17 @@ def build() -> None:
         with gr.Row():
             prompt = gr.Textbox("Give the postal address of a famous building as JSON.", label="Prompt", scale=3)
             samples = gr.Slider(1, 16, value=4, step=1, label="Samples")
-            max_new = gr.Slider(16, 256, value=96, step=8, label="Max new tokens")
+            max_new = gr.Slider(MIN_NEW_TOKENS, MAX_NEW_TOKENS, value=96, step=8,
+                                label=f"Max new tokens ({MIN_NEW_TOKENS}-{MAX_NEW_TOKENS})")
             temperature = gr.Slider(0.0, 1.5, value=0.7, step=0.1, label="Temperature")
         with gr.Row():
             gen_btn = gr.Button("Generate (constrained vs free)", variant="primary")
             stop1 = gr.Button("Stop", variant="stop")
         gen_md = gr.Markdown(label="generation result")
-        gen_table = gr.Dataframe(headers=SAMPLE_HEADERS, label="Samples", interactive=False, wrap=True)
+        with gr.Row():
+            gen_table = gr.Dataframe(headers=SAMPLE_HEADERS, label="Samples", interactive=False, wrap=True, scale=3)
+            gen_grammar = gr.Code(label="Schema / grammar of these samples", lines=14, interactive=False, scale=2,
+                                  elem_id="zapformat_gen_grammar")
     with gr.Tab("Benchmark against peers"):
         with gr.Row():
             engines = gr.CheckboxGroup(["zapformat", "kbnf", "llguidance", "outlines-core", "lm-format-enforcer",
@@ -199,10 +255,10 @@ def build() -> None:
                            done=example_status,
                            cancel_on=[step_btn.click])
     load.click(load_example, example, [kind, grammar, target], api_name="zapformat_example")
-    step_inputs = [kind, grammar, vocab, target, cache, compaction, rpc, eager, threshold, passes]
+    step_inputs = [kind, grammar, vocab, target, cache, compaction, rpc, eager, threshold, passes, whitespace, max_indent]
     step_btn.click(step, step_inputs, [plot, table, status, kbnf_out], api_name="zapformat_step")
-    ev1 = gen_btn.click(run_generate, [kind, grammar, prompt, samples, max_new, temperature],
-                        [job_id, gen_table, gen_md], api_name="zapformat_generate")
+    ev1 = gen_btn.click(run_generate, [kind, grammar, prompt, samples, max_new, temperature, whitespace, max_indent],
+                        [job_id, gen_table, gen_md, gen_grammar], api_name="zapformat_generate")
     ev2 = bench_btn.click(run_benchmark, [engines, workloads, bvocab, instances],
                           [job_id, bench_img, bench_table, bench_csv, bench_md], api_name="zapformat_benchmark")
     stop1.click(cancel_job, job_id, gen_md, cancels=[ev1, ev2], api_name="zapformat_stop")
