@@ -11,7 +11,8 @@ from engines.dpsdp.params import EXAMPLE, VARIANT_LABELS
 from ..bridge import JobRun, cancel_job, whole
 
 METHOD_ID = "dpsdp"
-TURN_HEADERS = ["turn", "critic's feedback on the previous answer", "actor's answer", "final", "right", "running majority"]
+TURN_HEADERS = ["turn", "critic's feedback on the previous answer (its check = verdict)", "actor's answer", "final",
+                "right", "running majority"]
 PAIR_HEADERS = ["level", "candidate", "Q (DP target)", "pair role"]
 
 

@@ -78,8 +78,10 @@ def evaluate_models(models: dict, problems: list, turns: int, variants, seed: in
         actor, critic, mode = b.pair(v)
         out[v] = refine.metrics(refine.run(actor, critic, problems, turns, 0.0, seed, mode, cancelled=cancelled))
         say((i + 1) / (len(variants) + 3), f"{VARIANT_LABELS[v]}: m1@t{turns} {out[v]['m1'][-1]:.1%}")
-    out["history"] = refine.metrics(refine.run(models["dpsdp_actor"], models["dpsdp_critic"], problems, turns, 0.0,
-                                               seed, "model", markovian=False, cancelled=cancelled))
+    # the full-history state fits task.HISTORY_TURNS turns in the model's context: its curve stops there
+    out["history"] = refine.metrics(refine.run(models["dpsdp_actor"], models["dpsdp_critic"], problems,
+                                               min(turns, task.HISTORY_TURNS), 0.0, seed, "model", markovian=False,
+                                               cancelled=cancelled))
     say((len(variants) + 1) / (len(variants) + 3), "non-Markovian ablation done")
     out["sc_reference"] = refine.metrics(refine.self_consistency(models["ref_actor"], problems, turns, 0.7, seed, cancelled))
     out["sc_dpsdp"] = refine.metrics(refine.self_consistency(models["dpsdp_actor"], problems, turns, 0.7, seed, cancelled))

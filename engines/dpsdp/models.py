@@ -22,7 +22,7 @@ def make_model(cfg: TinyConfig, seed: int | None = None):
     from transformers import GPT2Config, GPT2LMHeadModel
 
     torch.manual_seed(cfg.seed if seed is None else seed)
-    conf = GPT2Config(vocab_size=len(task.VOCAB), n_positions=128, n_embd=cfg.n_embd, n_layer=cfg.n_layer,
+    conf = GPT2Config(vocab_size=len(task.VOCAB), n_positions=task.POSITIONS, n_embd=cfg.n_embd, n_layer=cfg.n_layer,
                       n_head=cfg.n_head, resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0,
                       bos_token_id=task.BOS, eos_token_id=task.EOS)  # no pad id: PAD after an EOS is part of a message
     return GPT2LMHeadModel(conf)

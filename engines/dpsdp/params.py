@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from engines.common.params import Params, unique_entries
 
@@ -38,6 +38,15 @@ class RefineParams(Params):
             raise ValueError(str(e)) from None
         return v.strip()
 
+    @model_validator(mode="after")
+    def _history_fits(self):
+        from .task import HISTORY_TURNS, POSITIONS
+
+        if not self.markovian and self.turns > HISTORY_TURNS:
+            raise ValueError(f"turns: the full-history state fits at most {HISTORY_TURNS} turns in the tiny model's "
+                             f"{POSITIONS} positions (got {self.turns}); the Markovian state runs up to 8")
+        return self
+
 
 class TreeParams(Params):
     index: int = Field(0, ge=0, le=999, description="which training problem's tree")
@@ -55,5 +64,5 @@ class EvaluateParams(Params):
 
 
 class TrainParams(Params):
-    preset: Preset = Field("quick", description="quick ≈ 3 CPU-minutes (fewer problems and steps); full = the release's recipe")
+    preset: Preset = Field("quick", description="quick ≈ 6 CPU-minutes (fewer problems and steps); full = the release's recipe")
     seed: int = Field(1, ge=0, le=2**31 - 1)

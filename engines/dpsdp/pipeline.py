@@ -14,7 +14,7 @@ from engines.common.context import JobCancelled
 
 from . import dp, refine, task
 from .config import TinyConfig
-from .models import clone, dpo_loss, generate, make_model, n_params, response_logprob, supervised
+from .models import clone, dpo_loss, generate, make_model, mask_of, n_params, response_logprob, supervised
 
 Progress = Callable[[float, str], None]
 
@@ -84,8 +84,11 @@ def train_dpo(model, pairs: dict[str, dp.PairSet], cfg: TinyConfig, progress: Pr
         pc = response_logprob(model, ps.prompts[idx], ps.chosen[idx])
         pr = response_logprob(model, ps.prompts[idx], ps.rejected[idx])
         loss, margin = dpo_loss(pc, pr, rc[idx], rr[idx], cfg.beta)
+        total = loss.mean()
+        if cfg.nll_weight:  # RPO-style: the chosen response's NLL per token keeps its likelihood from sinking
+            total = total - cfg.nll_weight * (pc / mask_of(ps.chosen[idx]).sum(1)).mean()
         opt.zero_grad()
-        loss.mean().backward()
+        total.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         hist.append((loss.mean().item(), margin.mean().item(), (margin > 0).float().mean().item(),
@@ -98,7 +101,7 @@ def train_dpo(model, pairs: dict[str, dp.PairSet], cfg: TinyConfig, progress: Pr
                                               f"reward margin {h[1]:.2f}, pair accuracy {h[2]:.0%}")
     model.eval()
     return {"pairs": {ps.kind: len(ps) for ps in groups}, "steps": len(order), "curve": curve,
-            "beta": cfg.beta, "lr": cfg.dpo_lr, "epochs": cfg.dpo_epochs}
+            "beta": cfg.beta, "lr": cfg.dpo_lr, "epochs": cfg.dpo_epochs, "nll_weight": cfg.nll_weight}
 
 
 def build(cfg: TinyConfig, progress: Progress, cancelled: Callable[[], bool] = lambda: False,
@@ -145,9 +148,10 @@ def build(cfg: TinyConfig, progress: Progress, cancelled: Callable[[], bool] = l
         npairs = dp.naive_pairs(tree, cfg.pairs_per_state)
         rec["naive_actor"] = train_dpo(naive, npairs, cfg, _sub(progress, 0.7, 0.76), cancelled, "naive actor", seed + 7)
         models["naive_actor"] = naive
-    if "single" in variants:  # ablation: one model plays both roles (role tokens tell them apart)
+    if "single" in variants:  # ablation: one model plays both roles (role tokens tell them apart); its SFT has
+        # the pair's total budget (2 × sft_steps)
         single = clone(base)
-        rec["sft_single"] = supervised(single, [first, sft["refine"], sft["critic"]], cfg.sft_steps, cfg.batch,
+        rec["sft_single"] = supervised(single, [first, sft["refine"], sft["critic"]], 2 * cfg.sft_steps, cfg.batch,
                                        cfg.sft_lr, seed + 8, _sub(progress, 0.76, 0.86), cancelled, "SFT single agent")
         models["single_ref"] = clone(single)
         stree = dp.sample_tree(single, single, dp_problems, cfg.k_answers, cfg.m_refine, seed + 9,

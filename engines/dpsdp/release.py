@@ -23,7 +23,7 @@ from pathlib import Path
 from engines.common import release as shared_release
 from engines.common.settings import get_settings
 
-CODE_VERSION = 2  # bump when the pipeline changes what gets built
+CODE_VERSION = 4  # bump when the pipeline changes what gets built
 KIND = "dpsdp"
 META = "dpsdp.json"
 ROLES = ("base", "ref_actor", "ref_critic", "dpsdp_actor", "dpsdp_critic", "naive_actor", "single_ref", "single")

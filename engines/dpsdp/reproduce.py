@@ -2,8 +2,9 @@
 
 Seed 0 is the released pipeline (``release/dpsdp/``); seeds 1 and 2 are trained here with the same recipe
 (cached under the data directory). Nothing is tuned on the test split: the recipe's sizes are the spec's,
-except the pretraining length, chosen on the *validation* split so that the actor's first-turn accuracy
-lies in the spec's 40-65 % band.
+except the pretraining length, chosen on the *validation* split so that the pretrained actor's first-turn
+accuracy lies in the spec's 40-65 % band, and the DPO learning rate and NLL weight, chosen on the validation
+split among six settings (docs/methods/dpsdp.md).
 """
 from __future__ import annotations
 
@@ -138,12 +139,14 @@ def main():
         "## Setting\n\n"
         f"Character-level `GPT2LMHeadModel` actor and critic ({records[0]['params']:,} parameters each; 4 layers, width "
         "128) on two-step arithmetic `a±b±c` with two-digit numbers and a scratchpad answer `ddd;ddd` (both partial "
-        "results). Feedback language: `OK` or `E k d` (digit k should be d). Pipeline: pretrain the actor "
+        "results). Feedback language: the critic's own worked check `ddd;ddd`, `=`, then the verdict `OK` or `E k d`
+(digit k should be d). Pipeline: pretrain the actor "
         "(deliberately short), SFT the critic on the programmatic oracle's feedback for the pretrained actor's own "
         "sampled answers and the actor on refinements given that feedback (π_ref), sample the refinement tree with "
         f"π_ref on {tr0['problems']:,} fresh training problems (K = 4 answers × 4 feedbacks × M = 4 refinements), DP "
         "targets Q(a₂) = 𝟙[correct], Q(f) = mean Q(a₂), Q(a₀) = 𝟙[a₀] + mean Q(f), pairs with Q gap ≥ 0.25 (≤ 4 per "
-        f"state; seed 0: {tr0['pairs']}), DPO (β = 0.1, 2 epochs) for the actor (answer and refinement states) and the "
+        f"state; seed 0: {tr0['pairs']}), DPO (β = 0.1, lr 1e-5, 2 epochs, plus the chosen response's NLL with "
+        "weight 1) for the actor (answer and refinement states) and the "
         "critic (feedback states). Inference: greedy, Markovian state, 5 actor answers, majority vote (ties → the "
         "latest answer; unparsable answers excluded).")
     return rep.write()

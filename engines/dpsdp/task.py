@@ -2,9 +2,13 @@
 
 An answer is the two partial results, zero-padded to three digits: ``47+58-26`` → ``105;079``
 (a+b = 105, then 105-26 = 79); the final answer is the number after ``;``. Feedback is the critic's
-message: ``OK``, or ``E`` + position k (0-6) + the digit it believes belongs there (``E57`` = "digit 5
-of the answer should be 7"). The programmatic oracle compares with the true scratchpad and names the
-first wrong digit (the stand-in for the paper's stronger-model feedback).
+generative message: its own worked check of the problem, ``=``, then the verdict ``OK``, or ``E`` + position
+k (0-6) + the digit it believes belongs there (``105;079=E57`` = "I get 105;079, so digit 5 of the answer
+should be 7"). The critic reasons before it judges (the paper's critic writes its analysis, then a
+verdict): a one-token verdict would have to verify all seven digits in a single step, which the tiny
+model cannot (an SFT-ed verdict-only critic said OK to 25-30 % of right answers). The programmatic
+oracle writes the true scratchpad and names the first wrong digit (the stand-in for the paper's
+stronger-model feedback).
 
 Every message is a character sequence over one small vocabulary with role tokens: ``<A>`` starts the
 actor's first answer, ``<C>`` the critic's feedback, ``<R>`` the actor's refinement.
@@ -21,11 +25,13 @@ CHARS = "0123456789+-=;OKE"
 VOCAB = SPECIAL + list(CHARS)
 _IDX = {ch: i + len(SPECIAL) for i, ch in enumerate(CHARS)}
 ANSWER_LEN = 7  # ddd;ddd
-FEEDBACK_LEN = 3  # "OK</s>" or "Ekd"
+FEEDBACK_LEN = 11  # "ddd;ddd=OK</s>" or "ddd;ddd=Ekd"
+POSITIONS = 128  # the tiny GPT-2's context
+HISTORY_TURNS = 5  # the full-history ablation's last refinement prompt + answer must fit in POSITIONS
 SPLITS = {"train": 0, "val": 1, "test": 2, "ood": 3}
 _PROBLEM = re.compile(r"^\s*(\d{1,3})\s*([+-])\s*(\d{1,3})\s*([+-])\s*(\d{1,3})\s*=?\s*$")
 _ANSWER = re.compile(r"^(\d{3});(\d{3})$")
-_FEEDBACK = re.compile(r"^(OK|E[0-6]\d)$")
+_FEEDBACK = re.compile(r"^(\d{3};\d{3})=(OK|E[0-6]\d)$")
 
 
 class ProblemError(ValueError):
@@ -86,16 +92,27 @@ def valid_feedback(fb: str) -> bool:
     return bool(_FEEDBACK.match(fb))
 
 
-def oracle_feedback(answer: str, truth: str) -> str:
-    """``OK`` when the scratchpad is right, else the first wrong digit and the right one (``E`` k d)."""
-    if answer == truth:
+def verdict(fb: str) -> str | None:
+    """The verdict of a feedback message (``OK`` or ``E`` k d), None when the message is malformed."""
+    m = _FEEDBACK.match(fb)
+    return m[2] if m else None
+
+
+def judge(answer: str, check: str) -> str:
+    """``OK`` when ``answer`` equals the ``check`` scratchpad, else its first wrong digit and the check's one."""
+    if answer == check:
         return "OK"
-    for k, (x, y) in enumerate(zip(answer.ljust(ANSWER_LEN, "?"), truth)):
+    for k, (x, y) in enumerate(zip(answer.ljust(ANSWER_LEN, "?"), check)):
         if x != y and y != ";":
             return f"E{k}{y}"
         if x != y:  # the separator is missing: point at the digit after it
-            return f"E{k + 1}{truth[k + 1]}"
+            return f"E{k + 1}{check[k + 1]}"
     return "OK"
+
+
+def oracle_feedback(answer: str, truth: str) -> str:
+    """The oracle's message: the true scratchpad as its check, then the verdict on ``answer``."""
+    return f"{truth}={judge(answer, truth)}"
 
 
 def sample(n: int, seed: int, split: str = "train") -> list[tuple[int, str, int, str, int]]:

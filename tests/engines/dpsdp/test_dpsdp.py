@@ -104,13 +104,15 @@ def test_a_dpo_step_raises_the_chosen_over_the_rejected():
 
 def test_the_actor_prompt_holds_only_x_last_answer_and_last_feedback():
     x = "47+58-26"
-    turns = [(task.encode("105;079"), task.response_ids("E57", 3)),
-             (task.encode("105;089"), task.response_ids("E59", 3)),
-             (task.encode("105;079"), task.response_ids("OK", 3))]
+    fb = [task.response_ids(task.oracle_feedback(a, "105;079"), task.FEEDBACK_LEN) for a in ("105;089", "115;089", "105;079")]
+    turns = [(task.encode("105;089"), fb[0]), (task.encode("115;089"), fb[1]), (task.encode("105;079"), fb[2])]
     lens = {len(task.refine_prompt(x, a, f)) for a, f in turns}
     assert lens == {len(task.actor_prompt(x)) + task.ANSWER_LEN + 1 + task.FEEDBACK_LEN}  # constant in k
     last = task.refine_prompt(x, *turns[-1])
-    assert task.decode(last[1:]) == x + "=105;079OK" and last[-1] == task.R
+    assert task.decode(last[1:]) == x + "=105;079105;079=OK" and last[-1] == task.R
+    ood = task.problem_text(*task.sample(1, 0, "ood")[0])  # the longest problems
+    longest = task.history_prompt(ood, [turns[0]] * (task.HISTORY_TURNS - 1))
+    assert len(longest) + task.ANSWER_LEN <= task.POSITIONS  # the full-history ablation fits its turns
     hist = [len(task.history_prompt(x, turns[:k])) for k in (1, 2, 3)]
     assert hist[1] - hist[0] == hist[2] - hist[1] == task.ANSWER_LEN + task.FEEDBACK_LEN + 2  # full history grows
 
@@ -134,12 +136,16 @@ def test_metrics_count_flips_and_majority():
     assert m["m1"] == [0.5, 0.5, 0.5] and m["pass"] == [0.5, 1.0, 1.0] and m["unparsable"] == pytest.approx(1 / 6)
 
 
-def test_oracle_points_at_the_first_wrong_digit():
-    assert task.oracle_feedback("105;079", "105;079") == "OK"
-    assert task.oracle_feedback("105;089", "105;079") == "E57"
-    assert task.oracle_feedback("115;089", "105;079") == "E10"
-    assert task.oracle_feedback("10", "105;079") == "E25"
+def test_oracle_writes_its_check_then_points_at_the_first_wrong_digit():
+    assert task.oracle_feedback("105;079", "105;079") == "105;079=OK"
+    assert task.oracle_feedback("105;089", "105;079") == "105;079=E57"
+    assert task.oracle_feedback("115;089", "105;079") == "105;079=E10"
+    assert task.oracle_feedback("10", "105;079") == "105;079=E25"
     assert all(task.valid_feedback(task.oracle_feedback(a, "105;079")) for a in ("", "999;999", "105-079"))
+    assert task.verdict("105;079=E57") == "E57" and task.verdict("OK") is None and task.verdict("105;07=OK") is None
+    assert len(task.response_ids(task.oracle_feedback("1", "105;079"), task.FEEDBACK_LEN)) == task.FEEDBACK_LEN
+    # a learned critic judges against its own check, which may be wrong: the verdict follows the check
+    assert task.judge("105;079", "105;089") == "E58"
 
 
 def test_splits_are_disjoint_and_problems_are_checked():
@@ -174,6 +180,8 @@ def test_transcript_entry_and_bad_input():
         registry.run("dpsdp", "transcript", {"problem": "hello"})
     with pytest.raises(ParamError, match="turns"):
         registry.run("dpsdp", "transcript", {"turns": 0})
+    with pytest.raises(ParamError, match="full-history state fits at most 5 turns"):
+        registry.run("dpsdp", "transcript", {"turns": 6, "markovian": False})
     with pytest.raises(ParamError, match="temperature"):
         registry.run("dpsdp", "transcript", {"temperature": float("nan")})
 
