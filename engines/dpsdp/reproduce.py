@@ -139,8 +139,8 @@ def main():
         "## Setting\n\n"
         f"Character-level `GPT2LMHeadModel` actor and critic ({records[0]['params']:,} parameters each; 4 layers, width "
         "128) on two-step arithmetic `a±b±c` with two-digit numbers and a scratchpad answer `ddd;ddd` (both partial "
-        "results). Feedback language: the critic's own worked check `ddd;ddd`, `=`, then the verdict `OK` or `E k d`
-(digit k should be d). Pipeline: pretrain the actor "
+        "results). Feedback language: the critic's own worked check `ddd;ddd`, `=`, then the verdict `OK` or `E k d` "
+        "(digit k should be d). Pipeline: pretrain the actor "
         "(deliberately short), SFT the critic on the programmatic oracle's feedback for the pretrained actor's own "
         "sampled answers and the actor on refinements given that feedback (π_ref), sample the refinement tree with "
         f"π_ref on {tr0['problems']:,} fresh training problems (K = 4 answers × 4 feedbacks × M = 4 refinements), DP "
