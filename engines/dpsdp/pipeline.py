@@ -84,14 +84,14 @@ def train_dpo(model, pairs: dict[str, dp.PairSet], cfg: TinyConfig, progress: Pr
         pc = response_logprob(model, ps.prompts[idx], ps.chosen[idx])
         pr = response_logprob(model, ps.prompts[idx], ps.rejected[idx])
         loss, margin = dpo_loss(pc, pr, rc[idx], rr[idx], cfg.beta)
-        total = loss.mean()
+        total = dpo = loss.mean()
         if cfg.nll_weight:  # RPO-style: the chosen response's NLL per token keeps its likelihood from sinking
             total = total - cfg.nll_weight * (pc / mask_of(ps.chosen[idx]).sum(1)).mean()
         opt.zero_grad()
         total.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
-        hist.append((loss.mean().item(), margin.mean().item(), (margin > 0).float().mean().item(),
+        hist.append((dpo.item(), margin.mean().item(), (margin > 0).float().mean().item(),
                      (cfg.beta * (pc - rc[idx])).mean().item()))
         if (step + 1) % 25 == 0 or step + 1 == len(order):
             h = np.mean(hist[-25:], 0)

@@ -48,7 +48,7 @@ def main():
 
     from . import pipeline, refine, task
     from .experiment import evaluate_models
-    from .config import QUICK
+    from .config import QUICK, TinyConfig
     from .plots import flip_figure, training_figure, turn_figure
 
     torch.set_num_threads(2)
@@ -135,6 +135,7 @@ def main():
     rep.figure(flip_figure(mean_curves, list(VARIANTS + SEED0_ONLY)), "flips", "Flip rates summed over the four refinement turns")
     rep.figure(training_figure(records[0]), "training", "Training of the released pipeline (seed 0)")
     tr0 = records[0]["tree"]
+    cfg = TinyConfig()
     rep.section(
         "## Setting\n\n"
         f"Character-level `GPT2LMHeadModel` actor and critic ({records[0]['params']:,} parameters each; 4 layers, width "
@@ -145,8 +146,8 @@ def main():
         "sampled answers and the actor on refinements given that feedback (π_ref), sample the refinement tree with "
         f"π_ref on {tr0['problems']:,} fresh training problems (K = 4 answers × 4 feedbacks × M = 4 refinements), DP "
         "targets Q(a₂) = 𝟙[correct], Q(f) = mean Q(a₂), Q(a₀) = 𝟙[a₀] + mean Q(f), pairs with Q gap ≥ 0.25 (≤ 4 per "
-        f"state; seed 0: {tr0['pairs']}), DPO (β = 0.1, lr 1e-5, 2 epochs, plus the chosen response's NLL with "
-        "weight 1) for the actor (answer and refinement states) and the "
+        f"state; seed 0: {tr0['pairs']}), DPO (β = {cfg.beta}, lr {cfg.dpo_lr:g}, {cfg.dpo_epochs} epochs, plus the "
+        f"chosen response's NLL with weight {cfg.nll_weight:g}) for the actor (answer and refinement states) and the "
         "critic (feedback states). Inference: greedy, Markovian state, 5 actor answers, majority vote (ties → the "
         "latest answer; unparsable answers excluded).")
     return rep.write()
