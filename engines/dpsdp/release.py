@@ -70,12 +70,12 @@ class Bundle:
 
     def pair(self, variant: str):
         """(actor, critic, critic_mode) of a variant of the tab."""
-        m = self.models
-        return {"dpsdp": (m["dpsdp_actor"], m["dpsdp_critic"], "model"),
-                "reference": (m["ref_actor"], m["ref_critic"], "model"),
-                "single_agent": (m["single"], m["single"], "model"),
-                "naive_dpo": (m["naive_actor"], m["ref_critic"], "model"),
-                "oracle_critic": (m["ref_actor"], None, "oracle")}[variant]
+        roles = {"dpsdp": ("dpsdp_actor", "dpsdp_critic"), "reference": ("ref_actor", "ref_critic"),
+                 "single_agent": ("single", "single"), "naive_dpo": ("naive_actor", "ref_critic"),
+                 "oracle_critic": ("ref_actor", None)}[variant]
+        # a pipeline built without some ablations lacks their roles: look up only the variant's own
+        actor, critic = (self.models[r] if r else None for r in roles)
+        return actor, critic, "model" if critic is not None else "oracle"
 
 
 def save(folder: Path, cfg, models: dict, record: dict, preview: dict) -> dict:
