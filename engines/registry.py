@@ -282,6 +282,18 @@ METHODS: list[MethodSpec] = [
         paper=Paper("Efficient Multi-modal Long Context Learning for Training-free Adaptation", "Zehong Ma, Shiliang Zhang, Longhui Wei, Qi Tian", arxiv="2505.19812", code_url="https://github.com/Zehong-Ma/EMLoC"),
         summary="Many in-context demonstrations teach a model a new task without training, but the long context is expensive. EMLoC compresses the demonstrations chunk by chunk into a small key/value memory whose size each layer chooses under a divergence limit.",
         try_it="Compress many demonstrations into a small memory and compare accuracy, memory and latency with the full context.",
+        status="available",
+        entries={
+            "build_memory": Entry("engines.emloc.experiment:build_memory", "engines.emloc.params:MemoryParams"),
+            "benchmark": Entry("engines.emloc.experiment:benchmark", "engines.emloc.params:BenchmarkParams"),
+        },
+        claims=(
+            Claim("No pruning: chunk-wise memory + query reproduces the full-context logits to ≤ 1e-4", _repro("emloc")),
+            Claim("JS ≤ δ on every chunk's observation set; every answer token kept in every layer", _repro("emloc")),
+            Claim("Accuracy within 2 points of the full context at 128 and 256 shots, keeping ≤ 40% of the demo KV", _repro("emloc")),
+            Claim("≥ 3 points above truncation and uniform pruning at EMLoC's budget", _repro("emloc")),
+            Claim("Non-uniform per-layer budgets (max/min ≥ 2), fewer tokens for larger δ; lower latency than full context", _repro("emloc")),
+        ),
     ),
     MethodSpec(
         id="kl_bandits",

@@ -99,7 +99,7 @@ def build() -> None:
         "**The paper's claim:** many in-context demonstrations can be compressed *chunk by chunk* into a small "
         "per-layer key/value memory, each layer keeping as few tokens as its Jensen-Shannon budget δ allows, "
         "and still answer as well as the full context at a fraction of the memory and latency. "
-        "**What to click first:** the example below is already computed (128 demonstrations of a new labelling "
+        "**What to click first:** the example below is already computed (64 demonstrations of a new labelling "
         "for a tiny multimodal model trained here); drag δ and press **Build memory** to see layers keep more "
         "or fewer tokens.")
     ex = _example()
@@ -109,7 +109,7 @@ def build() -> None:
         with gr.Column(scale=1, min_width=280):
             task = gr.Radio([("synthetic prototypes", "prototype"), ("digits (8×8, real)", "digits")],
                             value="prototype", label="Task", elem_id="emloc_task")
-            shots = gr.Slider(1, MAX_SHOTS, value=128, step=1, label="Demonstrations (shots)",
+            shots = gr.Slider(1, MAX_SHOTS, value=64, step=1, label="Demonstrations (shots)",
                               elem_id="emloc_shots", info=f"the model was trained up to {MAX_SHOTS}")
             chunk = gr.Slider(1, 64, value=16, step=1, label="Chunk size (demos)", elem_id="emloc_chunk")
             delta = gr.Slider(0.0005, 0.05, value=0.005, step=0.0005, label="JS bound δ", elem_id="emloc_delta")
@@ -120,7 +120,7 @@ def build() -> None:
             with gr.Row():
                 run = gr.Button("Build memory", variant="primary", elem_id="emloc_run")
                 stop = gr.Button("Stop", variant="stop")
-            status = gr.Markdown(_summary(ex) if ex else "", elem_id="emloc_status")
+            status = gr.Markdown(_summary(ex) if ex else "", elem_id="emloc_status", label="memory summary")
         with gr.Column(scale=3):
             m, c, t = _figures(ex) if ex else (None, None, None)
             mem_plot = gr.Plot(m, label="Memory", elem_id="emloc_memory")
@@ -131,13 +131,13 @@ def build() -> None:
                                       elem_id="emloc_query")
                 with gr.Column():
                     layer = gr.Slider(0, 3, value=0, step=1, label="Token strip: layer")
-                    strip = gr.HTML(_strip(ex, 0) if ex else "", elem_id="emloc_strip")
+                    strip = gr.HTML(_strip(ex, 0) if ex else "", elem_id="emloc_strip", label="kept tokens of one layer")
             trace_plot = gr.Plot(t, label="JS search trace", elem_id="emloc_trace")
     with gr.Accordion("Benchmark over held-out episodes (background job)", open=False):
         with gr.Row():
             b_eps = gr.Slider(5, 1000, value=50, step=5, label="Episodes per shot count (128 and 256 shots)")
             b_btn = gr.Button("Run benchmark")
-        b_status = gr.Markdown(elem_id="emloc_bench_status")
+        b_status = gr.Markdown(elem_id="emloc_bench_status", label="benchmark summary")
         b_plot = gr.Plot(label="Accuracy vs retained tokens")
     ev = run.click(run_memory, [task, shots, chunk, delta, ratios, queries, seed],
                    [job_id, result, mem_plot, cmp_plot, trace_plot, qtable, strip, status], api_name="emloc_build")

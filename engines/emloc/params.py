@@ -28,7 +28,7 @@ def _ratios(v: tuple[float, ...]) -> tuple[float, ...]:
 
 class MemoryParams(Params):
     task: Task = Field("prototype", description="prototype: synthetic classes; digits: real 8×8 digits")
-    shots: int = Field(128, ge=1, le=MAX_SHOTS, description=f"demonstrations (1-{MAX_SHOTS}; the context budget)")
+    shots: int = Field(64, ge=1, le=MAX_SHOTS, description=f"demonstrations (1-{MAX_SHOTS}; the context budget)")
     chunk_size: int = Field(16, ge=1, le=MAX_SHOTS, description="demonstrations per chunk")
     delta: FiniteFloat = Field(0.005, ge=1e-5, le=0.5, description="JS bound δ per chunk")
     ratios: tuple[FiniteFloat, ...] = Field((0.1, 0.2, 0.5), min_length=1, max_length=6,

@@ -51,9 +51,15 @@ def _complete(folder: Path) -> bool:
 
 
 def _train_into(folder: Path, tcfg, mcfg, progress=None) -> dict:
-    from . import model, task
+    from . import model
 
     m, rec = model.train(tcfg, mcfg, progress)
+    return _measure_and_save(folder, m, rec)
+
+
+def _measure_and_save(folder: Path, m, rec: dict) -> dict:
+    from . import model, task
+
     rec["val_accuracy_full_context"] = {
         str(n): round(model.full_context_accuracy(m, task.episodes(100 if n < 256 else 40, n, 5, "val")), 4)
         for n in (8, 64, 128, 256)}
@@ -95,14 +101,20 @@ def build() -> dict:
     tcfg, mcfg = _cfgs("default")
     torch.set_num_threads(2)
     with tempfile.TemporaryDirectory() as tmp:
-        rec = _train_into(Path(tmp), tcfg, mcfg, lambda f, m: print(m, flush=True) if "00/" in m else None)
-        metrics = {f"val_full_context_acc_{n}shot": v for n, v in rec["val_accuracy_full_context"].items()}
-        shared_release.publish(KIND, key_for(tcfg, mcfg), Path(tmp), config={"train": tcfg.to_dict(), "model": mcfg.to_dict()},
-                               record={k: v for k, v in rec.items() if k != "loss_curve"}, metrics=metrics, half=False,
-                               label=f"EMLoC tiny multimodal in-context learner ({rec['params'] / 1e3:.0f}k)",
-                               rebuild=REBUILD)
-    print(json.dumps(metrics), flush=True)
+        rec = _train_into(Path(tmp), tcfg, mcfg, lambda f, m: print(m, flush=True) if m.split("/")[0].endswith("01") else None)
+        publish(Path(tmp), rec)
     return rec
+
+
+def publish(folder: Path, rec: dict) -> None:
+    """Ship the model saved in ``folder`` (``icl.safetensors`` + ``icl.json``) as the default profile's release."""
+    tcfg, mcfg = _cfgs("default")
+    metrics = {f"val_full_context_acc_{n}shot": v for n, v in rec["val_accuracy_full_context"].items()}
+    shared_release.publish(KIND, key_for(tcfg, mcfg), folder, config={"train": tcfg.to_dict(), "model": mcfg.to_dict()},
+                           record={k: v for k, v in rec.items() if k != "loss_curve"}, metrics=metrics, half=False,
+                           label=f"EMLoC tiny multimodal in-context learner ({rec['params'] / 1e3:.0f}k)",
+                           rebuild=REBUILD)
+    print(json.dumps(metrics), flush=True)
 
 
 def write_example() -> dict:

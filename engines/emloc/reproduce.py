@@ -13,7 +13,7 @@ import numpy as np
 from engines.common.results import Report
 
 SHOTS = (128, 256)
-EPISODES = 200  # per shot count
+EPISODES = 100  # per shot count (the spec asks for 1,000: the 2-core time budget)
 QUERIES = 5  # per episode
 DELTAS = (0.001, 0.005, 0.02, 0.05)
 SWEEP_EPISODES = 50
@@ -67,7 +67,7 @@ def main():
         acc = {}
         t0 = time.perf_counter()
         for k, ep in enumerate(task.episodes(EPISODES, n, QUERIES, "test")):
-            r = run_episode(model, ep, 16, memory.DELTA, memory.RATIOS, BASELINES, seed=k, latency=k < 40)
+            r = run_episode(model, ep, 16, memory.DELTA, memory.RATIOS, BASELINES, seed=k, latency=k < 20)
             mem = r.pop("memory")
             for v, x in r["variants"].items():
                 acc.setdefault(v, []).append(x)
@@ -130,7 +130,7 @@ def main():
     # C4: latency and memory ---------------------------------------------------------------------------------
     med = {n: {v: float(np.median([x[v] for x in lat[n]])) for v in ("emloc", "full")} for n in SHOTS}
     speed = med[SHOTS[-1]]["full"] / med[SHOTS[-1]]["emloc"]
-    rep.claim(f"C4. Per-query latency at {SHOTS[-1]} shots ≥ 1.5× faster than the full context (median over 40 "
+    rep.claim(f"C4. Per-query latency at {SHOTS[-1]} shots ≥ 1.5× faster than the full context (median over 20 "
               "episodes × 15 single queries, cached prefix in both); KV bytes ratio = retained-token ratio ± 1%",
               "inference FLOPs −23% (paper); spec: ≥ 1.5×",
               "; ".join(f"{n} shots: {1000 * med[n]['emloc']:.2f} ms vs {1000 * med[n]['full']:.2f} ms "

@@ -27,7 +27,7 @@ API_NAMES: dict[str, set[str]] = {
 
     "fedag": {"fedag_preview", "fedag_run", "fedag_attention", "fedag_stop"},
 
-    "emloc": set(),
+    "emloc": {"emloc_build", "emloc_strip", "emloc_benchmark", "emloc_stop"},
 
     "kl_bandits": {"kl_bandits_run", "kl_bandits_eta_sweep", "kl_bandits_rlhf", "kl_bandits_stop"},
 
