@@ -40,21 +40,24 @@ def run_episode(model, ep: task.Episode, chunk_size: int, delta: float, ratios, 
     mems = {"emloc": mem}
     full = None
     if "full" in baselines or latency:
-        full, _ = Compressor(model, (), chunk_size=chunk_size).build(ep)
+        full, _ = Compressor(model, (), chunk_size=chunk_size).build(ep, cancelled=cancelled)
         mems["full"] = full
     n_layers = len(mem.keys)
     for b in baselines:
         if b == "truncation":
-            mems[b], _ = truncated(model, ep, int(round(budget)), chunk_size)
-        elif b == "uniform":
-            mems[b], _ = Compressor(model, chunk_size=chunk_size, fixed=[r_u] * n_layers).build(ep)
+            mems[b], _ = truncated(model, ep, int(round(budget)), chunk_size, cancelled=cancelled)
+            continue
+        if b == "uniform":
+            c = Compressor(model, chunk_size=chunk_size, fixed=[r_u] * n_layers)
         elif b == "random":
-            mems[b], _ = Compressor(model, chunk_size=chunk_size, fixed=[r_u] * n_layers, policy="random",
-                                    seed=seed).build(ep)
+            c = Compressor(model, chunk_size=chunk_size, fixed=[r_u] * n_layers, policy="random", seed=seed)
         elif b == "pyramid":
-            mems[b], _ = Compressor(model, chunk_size=chunk_size, fixed=pyramid(r_u, n_layers)).build(ep)
+            c = Compressor(model, chunk_size=chunk_size, fixed=pyramid(r_u, n_layers))
         elif b == "one_shot":
-            mems[b], _ = Compressor(model, ratios, delta, chunk_size=ep.n_shots).build(ep)
+            c = Compressor(model, ratios, delta, chunk_size=ep.n_shots)
+        else:
+            continue
+        mems[b], _ = c.build(ep, cancelled=cancelled)
     inv = np.argsort(ep.perm)
     out = {"compress_s": compress_s, "context_tokens": mem.context_tokens, "variants": {}}
     logits = {}

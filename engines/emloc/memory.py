@@ -16,6 +16,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from engines.common.context import JobCancelled
+
 from . import task
 
 RATIOS = (0.1, 0.2, 0.5)
@@ -163,7 +165,7 @@ class Compressor:
         n_chunks = math.ceil(ep.n_shots / self.chunk_size)
         for j in range(n_chunks):
             if cancelled():
-                raise InterruptedError("cancelled")
+                raise JobCancelled("cancelled")
             lo, hi = j * self.chunk_size, min(ep.n_shots, (j + 1) * self.chunk_size)
             records.append(self._chunk(mem, ep, j, lo, hi))
             if progress:
@@ -292,11 +294,12 @@ def predict(model, mem: Memory, ep: task.Episode) -> np.ndarray:
     return inv[lab]
 
 
-def truncated(model, ep: task.Episode, budget_tokens: int, chunk_size: int = 16) -> tuple[Memory, int]:
+def truncated(model, ep: task.Episode, budget_tokens: int, chunk_size: int = 16,
+              cancelled=lambda: False) -> tuple[Memory, int]:
     """Naive truncation: the last demonstrations whose tokens fit the budget, as a fresh context from position 0."""
     keep = max(1, min(ep.n_shots, budget_tokens // task.DEMO_LEN))
     sub = task.Episode(ep.demo_patches[-keep:], ep.demo_labels[-keep:], ep.query_patches, ep.query_labels, ep.perm)
-    mem, _ = Compressor(model, ratios=(), chunk_size=chunk_size).build(sub)
+    mem, _ = Compressor(model, ratios=(), chunk_size=chunk_size).build(sub, cancelled=cancelled)
     return mem, keep
 
 

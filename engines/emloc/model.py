@@ -12,6 +12,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from engines.common.context import JobCancelled
+
 from . import task
 
 
@@ -100,7 +102,7 @@ def train(cfg: TrainConfig = TrainConfig(), mcfg: ModelConfig = ModelConfig(), p
     curve, t0, run = [], time.perf_counter(), 0.0
     for step in range(cfg.steps):
         if cancelled():
-            raise InterruptedError("training cancelled")
+            raise JobCancelled("training cancelled")
         ramp = min(1.0, cfg.curriculum + (1 - cfg.curriculum) * step / max(1, cfg.steps // 3))
         # curriculum: low image noise and short contexts first (the longest reach max_shots at half the steps)
         longest = math.exp(math.log(min(32, cfg.max_shots)) + math.log(cfg.max_shots / min(32, cfg.max_shots))

@@ -1,11 +1,9 @@
 """Figures of the EMLoC tab and results page (matplotlib only: no torch)."""
 from __future__ import annotations
 
-import matplotlib
+import numpy as np
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
+from engines.common.figures import subplots
 
 COLORS = {"emloc": "#1f77b4", "full": "#7f7f7f", "truncation": "#d62728", "uniform": "#ff7f0e",
           "random": "#9467bd", "pyramid": "#2ca02c", "one_shot": "#17becf"}
@@ -14,7 +12,7 @@ COLORS = {"emloc": "#1f77b4", "full": "#7f7f7f", "truncation": "#d62728", "unifo
 def memory_figure(res: dict):
     """Retained fraction per layer × chunk (left) and kept tokens per layer (right)."""
     heat = np.array(res["heatmap"])
-    fig, (a, b) = plt.subplots(1, 2, figsize=(10, 3.2), gridspec_kw={"width_ratios": [3, 1.4]})
+    fig, (a, b) = subplots(1, 2, figsize=(10, 3.2), gridspec_kw={"width_ratios": [3, 1.4]})
     im = a.imshow(heat, aspect="auto", cmap="viridis", vmin=0, vmax=1, origin="lower")
     a.set_xlabel("chunk")
     a.set_ylabel("layer")
@@ -36,7 +34,7 @@ def compare_figure(res: dict):
     """Accuracy on the episode's queries, KV memory and per-query latency of each variant."""
     v = res["variants"]
     names = list(v)
-    fig, axes = plt.subplots(1, 3, figsize=(10, 3))
+    fig, axes = subplots(1, 3, figsize=(10, 3))
     cols = [COLORS.get(n, "#333") for n in names]
     axes[0].bar(names, [100 * v[n]["correct"] / v[n]["n"] for n in names], color=cols)
     axes[0].set_title(f"accuracy on {v['emloc']['n']} queries (%)")
@@ -53,7 +51,7 @@ def compare_figure(res: dict):
 
 def trace_figure(res: dict):
     """Every JS test of the top-down search, per chunk: accepted (filled) or refused (open), against δ."""
-    fig, ax = plt.subplots(figsize=(10, 2.8))
+    fig, ax = subplots(figsize=(10, 2.8))
     x = 0
     ticks = []
     for c in res["chunks"]:
@@ -75,7 +73,7 @@ def trace_figure(res: dict):
 def benchmark_figure(res: dict):
     """Accuracy against retained fraction, per shot count, for every variant."""
     rows = res["rows"]
-    fig, axes = plt.subplots(1, len(rows), figsize=(5 * len(rows), 3.4), squeeze=False)
+    fig, axes = subplots(1, len(rows), figsize=(5 * len(rows), 3.4), squeeze=False)
     for ax, (n, r) in zip(axes[0], rows.items()):
         for v, x in r.items():
             ax.scatter(100 * x["retained"], 100 * x["accuracy"], s=60, color=COLORS.get(v, "#333"),

@@ -36,6 +36,7 @@ EXPECT = {
     "moex": ["#moex_moves", "#moex_units"],
     "poisonedeye": ["#poisonedeye_images img", "#poisonedeye_trace img", "#poisonedeye_after img"],
     "fedag": ["#fedag_curves img", "#fedag_table", "#fedag_quality img"],
+    "emloc": ["#emloc_memory img", "#emloc_status", "#emloc_query"],
 }
 # tabs whose example needs trained models: the test profile's micro models are never released, so unless an
 # earlier test of the session built them the tab must say so (a banner naming the command), not stay empty
@@ -46,7 +47,7 @@ NO_EXAMPLE_YET: set[str] = set()
 # how long one tab's example may take to appear (the examples are computed one at a time, the opened tab's next)
 EXAMPLE_TIMEOUT_MS = 180_000
 # tabs whose example is read from the release at start-up (no status line to wait for)
-RELEASED_EXAMPLE = {"l2d", "rose", "syncmind", "dpsdp"}
+RELEASED_EXAMPLE = {"l2d", "rose", "syncmind", "dpsdp", "emloc"}
 # headless Chromium without a GPU; Gradio's optional fonts and analytics
 NOISE = re.compile(r"webgpu|gpu|webgl|favicon|fonts\.googleapis|ERR_INTERNET_DISCONNECTED|"
                    r"net::ERR_NAME_NOT_RESOLVED|ERR_CONNECTION_REFUSED", re.I)

@@ -74,6 +74,12 @@ def _pde_trained() -> None:
     registry.run("pde_staggered", "train", {})  # the surrogates rotate uses (cached after the first time)
 
 
+def _emloc_loaded() -> None:
+    from engines.emloc import release
+
+    release.load()  # the test profile trains its micro model here (cached after the first time)
+
+
 def _audio_click() -> dict:
     import numpy as np
 
@@ -121,6 +127,10 @@ CASES: dict[str, Case] = {
     "poisonedeye:craft": Case({}),
     "poisonedeye:benchmark": Case({}),
     "fedag:federate": Case({}),
+    # One episode, the flag checked between chunks (the test profile's micro model: ~3 s at 256 demonstrations).
+    "emloc:build_memory": Case({"shots": 256, "chunk_size": 1, "queries": 200}, prepare=_emloc_loaded, quick=True,
+                               bounded="one episode of ≤ 256 demonstrations, the flag checked between chunks"),
+    "emloc:benchmark": Case({"episodes": 1000}, quick=True),
     "kl_bandits:regret_curves": Case({"horizon": 50000, "seeds": 10}, quick=True),
     "kl_bandits:eta_sweep": Case({}, quick=True),
     # Loading SmolLM2 (converted from its GGUF file on first use: ~1 min on a busy machine) has no check.
