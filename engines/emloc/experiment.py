@@ -7,12 +7,12 @@ import time
 
 import numpy as np
 
-from engines.common.context import JobContext, LocalContext, Subprogress
+from engines.common.context import JobCancelled, JobContext, LocalContext, Subprogress
 from engines.common.params import validate
 from engines.common.threads import torch_threads
 
 from . import task
-from .params import BASELINE_LABELS, BenchmarkParams, MemoryParams
+from .params import BASELINE_LABELS, KVPRESS, BenchmarkParams, MemoryParams
 
 
 def _ctx(ctx):
@@ -31,6 +31,7 @@ def run_episode(model, ep: task.Episode, chunk_size: int, delta: float, ratios, 
     import torch
 
     from .memory import Compressor, answer, js_divergence, timed_answer, truncated
+    from .peers import press_memory
 
     t0 = time.perf_counter()
     mem, recs = Compressor(model, ratios, delta, chunk_size).build(ep, cancelled=cancelled)
@@ -44,6 +45,11 @@ def run_episode(model, ep: task.Episode, chunk_size: int, delta: float, ratios, 
         mems["full"] = full
     n_layers = len(mem.keys)
     for b in baselines:
+        if cancelled():
+            raise JobCancelled("cancelled")
+        if b in KVPRESS:
+            mems[b] = press_memory(model, ep, b, r_u)
+            continue
         if b == "truncation":
             mems[b], _ = truncated(model, ep, int(round(budget)), chunk_size, cancelled=cancelled)
             continue

@@ -8,7 +8,7 @@ from pydantic import Field, field_validator
 from engines.common.params import FiniteFloat, Params, unique_entries
 
 Task = Literal["prototype", "digits"]
-Baseline = Literal["full", "truncation", "uniform", "random", "pyramid", "one_shot"]
+Baseline = Literal["full", "truncation", "uniform", "random", "pyramid", "one_shot", "snapkv", "streamingllm", "knorm"]
 BASELINE_LABELS = {
     "full": "full context (MLoC)",
     "truncation": "naive truncation (last demos in the budget)",
@@ -16,7 +16,11 @@ BASELINE_LABELS = {
     "random": "random tokens (same budget every layer)",
     "pyramid": "pyramid schedule (PyramidInfer-style decay, same total budget)",
     "one_shot": "EMLoC without chunking (one chunk)",
+    "snapkv": "kvpress SnapKV (whole prefill, same ratio every layer)",
+    "streamingllm": "kvpress StreamingLLM (sink + recent tokens, same ratio)",
+    "knorm": "kvpress Knorm (lowest key norms, same ratio)",
 }
+KVPRESS = ("snapkv", "streamingllm", "knorm")
 MAX_SHOTS = 256  # the tiny model was trained up to 256 demonstrations (1,792 tokens)
 
 
@@ -51,7 +55,7 @@ class BenchmarkParams(Params):
     delta: FiniteFloat = Field(0.005, ge=1e-5, le=0.5)
     ratios: tuple[FiniteFloat, ...] = Field((0.1, 0.2, 0.5), min_length=1, max_length=6)
     baselines: tuple[Baseline, ...] = Field(("full", "truncation", "uniform", "random", "pyramid"), min_length=1,
-                                            max_length=6)
+                                            max_length=9)
     seed: int = Field(0, ge=0, le=2**31 - 1)
     _unique = unique_entries("baselines")
     @field_validator("ratios")

@@ -6,7 +6,8 @@ import numpy as np
 from engines.common.figures import subplots
 
 COLORS = {"emloc": "#1f77b4", "full": "#7f7f7f", "truncation": "#d62728", "uniform": "#ff7f0e",
-          "random": "#9467bd", "pyramid": "#2ca02c", "one_shot": "#17becf"}
+          "random": "#9467bd", "pyramid": "#2ca02c", "one_shot": "#17becf",
+          "snapkv": "#8c564b", "streamingllm": "#e377c2", "knorm": "#bcbd22"}
 
 
 def memory_figure(res: dict):
@@ -77,6 +78,7 @@ def benchmark_figure(res: dict):
     for ax, (n, r) in zip(axes[0], rows.items()):
         for v, x in r.items():
             ax.scatter(100 * x["retained"], 100 * x["accuracy"], s=60, color=COLORS.get(v, "#333"),
+                       marker="^" if v in ("snapkv", "streamingllm", "knorm") else "o",
                        label=res["labels"].get(v, v))
         ax.set_xlabel("retained demonstration KV tokens (%)")
         ax.set_ylabel("accuracy (%)")

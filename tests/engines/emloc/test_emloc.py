@@ -137,3 +137,20 @@ def test_build_memory_entry_with_the_micro_model():
     assert res["answers_kept"] and res["latency_s"]["emloc"] > 0
     assert res["first_query"]["truth"] in range(10)
     assert sum(res["kept_kinds_head0"]["0"].values()) == v["emloc"]["per_layer"][0]
+
+
+def test_kvpress_peers_keep_the_asked_budget_and_match_the_full_prefill(rand_model):
+    """Check 7: kvpress presses hook the same model; a press at ratio 0 is the full context, others keep the budget."""
+    from engines.emloc import peers
+
+    ep = task.episodes(1, 32, 3, "val")[0]
+    T = 32 * task.DEMO_LEN
+    full = _full_logits(rand_model, ep)
+    same = peers.press_memory(rand_model, ep, "knorm", 1.0)
+    assert same.per_layer() == [T] * 4
+    assert (memory.answer(rand_model, same, ep.query_patches) - full).abs().max() <= 1e-4
+    for name in peers.PRESSES:
+        mem = peers.press_memory(rand_model, ep, name, 0.3)
+        assert mem.per_layer() == [int(T * 0.3)] * 4, name
+        assert mem.offset == T
+        assert (memory.answer(rand_model, mem, ep.query_patches) - full).abs().max() > 1e-4, name  # it did prune
