@@ -111,7 +111,7 @@ def build_memory(params, ctx: JobContext | None = None) -> dict:
         model, rec = release.load()
         ep = task.episodes(1, p.shots, p.queries, "test", p.task, p.seed)[0]
         ctx.progress(0.2, "compressing chunk by chunk")
-        res = run_episode(model, ep, p.chunk_size, p.delta, p.ratios, ("full", "truncation", "uniform"), p.seed,
+        res = run_episode(model, ep, p.chunk_size, p.delta, p.ratios, ("full", "truncation", "uniform", "snapkv"), p.seed,
                           latency=True, cancelled=ctx.cancelled)
     mem = res.pop("memory")
     n_layers = len(mem.keys)
