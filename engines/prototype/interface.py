@@ -343,7 +343,9 @@ def compile_program(spec: dict, state: dict[str, float], ops: list, calibration:
 
 def _overall_edit(spec, d, o, new, touched, kept_params, kept_overall, breaks_kept, res, calibration, said) -> None:
     """Distribute an edit of an overall dimension over its parts: one common factor on the parts of its
-    rule that are free (not kept, not edited by the instruction, not holding a kept dimension)."""
+    rule that are free (not kept, not edited by the instruction, not holding a kept dimension). When every
+    unkept part holds a kept dimension, those parts carry the edit and the kept dimension is then solved for
+    by its own rule (``_hold_overall``), or the program is refused with the reason."""
     from .overall import bisect
 
     attrs = spec["attributes"]
@@ -366,6 +368,8 @@ def _overall_edit(spec, d, o, new, touched, kept_params, kept_overall, breaks_ke
         res.refused.append(f"{d.id} cannot be {fmt_value(target, u)}: it must be positive")
         return
     free = [p for p in d.scale if p not in touched and p not in kept_params and not breaks_kept(p, d.id)]
+    if not free:  # every part moves a kept dimension ("a slimmer bottle that holds the same"): use them and let
+        free = [p for p in d.scale if p not in touched and p not in kept_params]  # the keep be re-solved
     if not free:
         res.refused.append(f"cannot change {d.id}: its parts ({', '.join(d.scale)}) are kept, edited by the "
                            "instruction or hold a kept dimension")

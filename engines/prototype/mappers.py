@@ -15,26 +15,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from . import coverage
 from . import language as L
+from .dimensions import DIMENSION_PHRASES, DIMENSION_WORDS, OVERALL, OVERALL_DIM, SPANS, WIDTH_OF
 from .domains import get_domain
 from .interface import AddOp, Adjust, KeepOp, MacroOp, RemoveOp, ScaleOp, SetOp, UnsupportedOp, derived_attrs, settings_listing
 
-DIMENSION_WORDS = {"high": ("height", "size"), "tall": ("height", "size"), "height": ("height", "size"),
-                   "wide": ("width", "radius"), "width": ("width",), "deep": ("depth",), "depth": ("depth",),
-                   "thick": ("thickness", "wall"), "thickness": ("thickness", "wall"), "radius": ("radius",),
-                   "tilt": ("tilt",), "recline": ("tilt",), "angle": ("tilt", "splay"), "splay": ("splay",),
-                   "span": ("size",), "size": ("size",), "curve": ("curvature",), "curvature": ("curvature",),
-                   "wall": ("wall",), "walls": ("wall",), "legs": ("count",), "legged": ("count",),
-                   "reach": ("reach",)}
-WIDTH_OF = {w: ("width", "radius") for w in ("wide", "wider", "widen", "narrow", "narrower", "broad", "broader",
-                                             "slim", "slimmer", "open", "flared", "tighter")}
-# Words that name an overall dimension of the whole product.
-OVERALL = re.compile(r"\b(overall|whole|entire|in total|total|altogether|all in all|outside dimensions?|"
-                     r"footprint)\b")
-OVERALL_DIM = {"height": r"\b(tall|taller|tallest|high|higher|height|short|shorter|low|lower|raise|lift|drop)\b",
-               "width": r"\b(wide|wider|width|narrow|narrower|broad|broader|slim|slimmer|footprint)\b",
-               "depth": r"\b(deep|deeper|depth|shallow|shallower)\b",
-               "capacity": r"\b(capacity|volume|hold|holds|holding|ml|litres?|liters?|millilitres?)\b"}
 GENERIC_STEPS = {"slight": 0.05, "moderate": 0.15, "large": 0.30}  # the old flat baseline: relative, uncalibrated
 
 
@@ -75,7 +61,11 @@ class InterfaceMapper:
         from .domains import get_domain
 
         self.product_names = {w for w in get_domain(spec["domain"]).title.lower().split()} - {"table", "bar"} | \
-            {get_domain(spec["domain"]).title.lower()}
+            {get_domain(spec["domain"]).title.lower(), spec["domain"]}
+
+    def _is_product(self, synonym: str) -> bool:
+        """Is this mention the product itself ("the chair", "this lamp"), not one of its components?"""
+        return synonym in self.product_names
 
     # -- resolution steps
     def _components(self, cl: str) -> list[tuple[str, str]]:
@@ -84,6 +74,8 @@ class InterfaceMapper:
         for w, _, _ in sorted(self.opw, key=lambda x: -len(x[0])):
             if " " in w and _word_in(w, cl):
                 cl = re.sub(r"(?<![\w])" + re.escape(w) + r"(?![\w])", " " * len(w), cl)
+        for pat in SPANS.values():
+            cl = re.sub(pat, lambda m: " " * len(m.group(0)), cl)
         hits, taken = [], []
         for s, c in sorted(self.syn, key=lambda x: -len(x[0])):
             m = re.search(r"(?<![\w])" + re.escape(s) + r"(?![\w])", cl)
@@ -95,7 +87,8 @@ class InterfaceMapper:
         if self.enc is None:
             return None
         ops = {w for w, _, _ in self.opw}
-        runs = [r for r in L.content_runs(cl, extra_stop=set(L.POSITIVE) | set(L.NEGATIVE)) if r not in ops]
+        runs = [r for r in L.content_runs(cl, extra_stop=set(L.POSITIVE) | set(L.NEGATIVE) | self.product_names)
+                if r not in ops]
         if not runs:
             return None
         R, S = self.enc(runs), self.enc([s for s, _ in self.syn])
@@ -132,7 +125,7 @@ class InterfaceMapper:
         return (cands[k][1], cands[k][2]) if ok else None
 
     def _macro_lexical(self, cl: str) -> tuple[str, str] | None:
-        hits = [(ph, n) for ph, n in self.macro_phr if _word_in(ph, cl)]
+        hits = [(ph, n) for ph, n in self.macro_phr if _word_in(ph, cl) and ph not in self.product_names]
         return max(hits, key=lambda h: len(h[0])) if hits else None
 
     def _macro(self, cl: str) -> str | None:
@@ -148,7 +141,8 @@ class InterfaceMapper:
         for attr, pid in names.items():
             if _word_in(attr.replace("_", " "), cl):
                 return pid
-        said = [DIMENSION_WORDS[w] for w in re.findall(r"[a-z]+", cl) if w in DIMENSION_WORDS]
+        said = [opts for ph, opts in DIMENSION_PHRASES.items() if _word_in(ph, cl)] + \
+               [DIMENSION_WORDS[w] for w in re.findall(r"[a-z]+", cl) if w in DIMENSION_WORDS]
         for options in said:
             for attr in options:
                 if attr in names:
@@ -167,17 +161,30 @@ class InterfaceMapper:
 
     def _unsupported(self, cl: str) -> str | None:
         """A setting or part this product's model does not have, named in the clause ("wings", "colour")."""
-        for what, words in L.UNSUPPORTED.items():
+        for what, words in coverage.UNSUPPORTED.items():
             for w in words:
                 if _word_in(w, cl) and not self._covered(w):
                     return what
         for s, c in self._components(cl):
-            m = re.search(r"(?<![\w])" + L.COUNT_WORDS + r"\s+" + re.escape(s) + r"(?![\w])", cl)
+            m = re.search(r"(?<![\w])" + coverage.COUNT_WORDS + r"\s+" + re.escape(s) + r"(?![\w])", cl)
             if m and not any(a["component"] == c and a["kind"] == "int" for a in self.attrs.values()):
                 return f"setting for the number of {c.replace('_', ' ')} parts (it has one {c})"
+        part = coverage.added_part(cl)
+        if part and not self._covered(part.split()[-1]) and not self._near_component(part):
+            return part  # "add a cup holder": a part this product does not have
         return None
 
+    def _near_component(self, phrase: str, tau: float = 0.7) -> bool:
+        """Is an unlisted part name close in meaning to one of the product's components ("arms" ~ armrests)?"""
+        if self.enc is None:
+            return False
+        sims = self.enc([phrase]) @ self.enc([s for s, _ in self.syn]).T
+        return float(sims.max()) >= tau
+
     def _dimension(self, cl: str) -> str | None:
+        for dim, pat in SPANS.items():
+            if f"overall.{dim}" in self.der and re.search(pat, cl):
+                return f"overall.{dim}"
         for dim, pat in OVERALL_DIM.items():
             if f"overall.{dim}" in self.der and re.search(pat, cl):
                 return f"overall.{dim}"
@@ -194,9 +201,8 @@ class InterfaceMapper:
             return None
         if OVERALL.search(cl) or (dim == "overall.capacity" and (not comps or L.quantity(cl) is not None)):
             return dim
-        names = {self.spec["domain"], *self.product_names}
-        if not comps and any(_word_in(n, cl) for n in names):
-            return dim
+        if not comps and any(_word_in(n, cl) for n in self.product_names):
+            return dim  # "lower the lamp", "make the chair 4 cm shallower": the product, not a part
         return None
 
     def _scale_op(self, target: str, factor: float, cl: str, out: Mapping):
@@ -223,16 +229,17 @@ class InterfaceMapper:
         if q.unit and q.unit != unit:
             out.warnings.append(f"“{cl}”: {target} is measured in {unit}, not {q.unit}")
             return None
+        half = 0.5 if target.endswith("radius") and re.search(r"\bdiameter\b", cl) else 1.0  # "Ø 30 cm" → r 15
         if q.relative:
             d = ("-" if d == "+" else "+") if q.sign == "-" and d else (q.sign or d or "+")
             u = q.unit or (unit if unit in ("cm", "deg", "ml") else None)
-            return Adjust(target=target, dir=d, amount=q.value, unit=u, said=cl)
-        return SetOp(target=target, value=q.value, said=cl)
+            return Adjust(target=target, dir=d, amount=q.value * half, unit=u, said=cl)
+        return SetOp(target=target, value=q.value * half, said=cl)
 
     def _keep_targets(self, cl: str, comps: list, context: dict) -> list[str]:
         ov = self._overall_target(cl, comps)
-        if ov:
-            return [ov]
+        if ov:  # "without changing the chair's overall height or the seat": the dimension and the part
+            return [ov] + [c for _, c in comps if c not in (ov,)]
         if OVERALL.search(cl) and not self._dimension(cl):
             return ["overall"]
         dim_words = [w for w in re.findall(r"[a-z]+", cl) if w in DIMENSION_WORDS]
@@ -253,13 +260,18 @@ class InterfaceMapper:
         """An attribute named by its noun ("the walls", "the neck height"): of the named component, or of the
         only component that has it."""
         nouns = {"height", "width", "depth", "thickness", "radius", "tilt", "splay", "span", "curvature", "wall",
-                 "walls", "reach", "angle", "taper"}
+                 "walls", "reach", "angle", "taper", "diameter", "length", "curve"}
         words = re.findall(r"[a-z]+", cl)
         said = [w for w in words if w in nouns]
         qual = [pid for pid, a in self.attrs.items() if "_" in a["attribute"] and (comp is None or a["component"] == comp)
                 and a["attribute"].split("_")[0] in words
                 and (a["attribute"].split("_")[-1] in words
                      or any(a["attribute"].split("_")[-1] in WIDTH_OF.get(w, ()) for w in words))]
+        if not qual and comp is not None and any(w in WIDTH_OF or w.startswith("widen") for w in words):
+            # a position without its own attribute name: the attribute whose description is that position's
+            # radius ("let the cup widen toward the top" → the mug's taper, "top radius over foot radius")
+            qual = [pid for pid, a in self.attrs.items() if a["component"] == comp and "_" not in a["attribute"]
+                    and any(a["description"].startswith(f"{w} radius") for w in words)]
         if len(qual) == 1:  # "wider at the bottom" → bottom_radius
             return qual[0]
         if comp is not None and not said and any(w in ("thick", "thicker", "thin", "thinner") for w in words) and \
@@ -268,13 +280,31 @@ class InterfaceMapper:
         if not said:
             return None
         names = [DIMENSION_WORDS.get(w, (w,)) for w in said]
-        cands = [pid for pid, a in self.attrs.items() if (comp is None or a["component"] == comp)
-                 and any(a["attribute"] in opts for opts in names)]
-        return cands[0] if len(cands) == 1 else None
+        score = {pid: sum(a["attribute"] in opts for opts in names) for pid, a in self.attrs.items()
+                 if comp is None or a["component"] == comp}
+        best = max(score.values(), default=0)
+        cands = [pid for pid, n in score.items() if n == best and n > 0]
+        return cands[0] if len(cands) == 1 else None  # "wall thickness": the wall (both nouns), not a thickness
 
     # -- one clause
+    def _presence(self, cl: str, comp: str | None, out: Mapping) -> bool:
+        """Add or remove a component that can be present or absent ("give it armrests", "no footrest") — unless
+        the clause names one of its attributes ("have the handle reach out further")."""
+        if not comp or f"{comp}.present" not in self.attrs or self._operation(cl, comp) or \
+                self._noun_attribute(cl, comp):
+            return False
+        if L.REMOVE.search(cl):
+            out.ops.append(RemoveOp(target=comp, said=cl))
+            return True
+        if L.ADD.search(cl) and not L.quantity(cl):
+            out.ops.append(AddOp(target=comp, said=cl))
+            return True
+        return False
+
     def clause(self, cl: str, out: Mapping, context: dict) -> None:
         comps = self._components(cl)
+        product = [h for h in comps if self._is_product(h[0])]  # "the chair" is the product, not its seat
+        comps = [h for h in comps if not self._is_product(h[0])]
         if not comps and context.get("ahead") and not L.is_keep(cl) and not self._macro_lexical(cl) \
                 and not OVERALL.search(cl) and not re.search(r"\b(it|them|they)\b", cl):
             comps = [("", context["ahead"])]  # "a longer, narrower neck": the adjective's noun comes later
@@ -289,11 +319,13 @@ class InterfaceMapper:
                 out.trace.append(f"“{cl}” → unsupported: {what}")
                 return
             ov = self._overall_target(cl, comps)
-            if ov and self._macro_lexical(cl) and L.quantity(cl) is None:
+            if ov and self._macro_lexical(cl) and L.quantity(cl) is None and not OVERALL.search(cl):
                 ov = None  # a named intent ("cast a wider pool of light", "hold more") is the macro's
             if ov:
                 self._overall_clause(cl, ov, out)
                 return
+            if not comps and product and self._embed_component(cl) is None:
+                comps = product  # nothing else names a part: the product's name stands for its main part
         else:
             context["keeping"] = True
             targets = self._keep_targets(cl, comps, context)
@@ -325,13 +357,8 @@ class InterfaceMapper:
             out.trace.append(f"“{cl}” → keep {', '.join(c for _, c in comps) or '?'}")
             return
         comp = comps[0][1] if comps else None
-        if comp and f"{comp}.present" in self.attrs and not self._operation(cl, comp):
-            if L.REMOVE.search(cl):
-                out.ops.append(RemoveOp(target=comp, said=cl))
-                return
-            if L.ADD.search(cl) and not L.quantity(cl):
-                out.ops.append(AddOp(target=comp, said=cl))
-                return
+        if self._presence(cl, comp, out):
+            return
         op = self._operation(cl, comp)
         noun = self._noun_attribute(cl, comp if comps else None)
         if noun and (op is None or op[0] != noun) and (op or L.polarity(cl) or L.quantity(cl)) \
@@ -367,6 +394,8 @@ class InterfaceMapper:
             comp = e[0] if e else None
             if comp is None:
                 out.warnings.append(f"“{cl}”: found nothing of the {self.spec['domain']} this refers to")
+                return
+            if self._presence(cl, comp, out):
                 return
         if q is not None:
             pid = op[0] if op else self._named_attribute(cl, comp)

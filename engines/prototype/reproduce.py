@@ -197,7 +197,8 @@ def main():
                   for d, v in q.items())]
     rep.section("\n".join(lines))
     (RESULTS_DIR / "prototype_benchmark.json").write_text(json.dumps({"embedding": res, "llm": lres}, indent=1))
-    heldout_section(rep, enc)  # issue 30: the held-out set's first run is the claim
+    for name in reversed(HELDOUT_SETS):  # issue 30: the newest held-out set's first run is the claim
+        heldout_section(rep, enc, name)
     fresh_section(rep, enc)  # issue 30: the former fresh set, now a development set (reported, not claimed)
     return rep.write()
 
@@ -286,43 +287,59 @@ def refresh_fresh_section() -> None:
     print(f"wrote {path}")
 
 
-# ----------------------------------------------------------------------------- issue 30: the held-out set
+# ----------------------------------------------------------------------------- issue 30: the held-out sets
 
-HELDOUT_TITLE = "Held-out designer-phrasing set (issue 30; frozen before its first run)"
-# Label errors found in the held-out set after its first run (a wrong expectation, not a parser failure):
-# each one is listed here and printed on the results page; the first run's outcomes are re-judged with the
+# Held-out sets in the order they were written. The newest one with a recorded first run carries issue 30's
+# claims; an older one is reported as a *former* held-out set (its first run stays on the page, but failures
+# seen on it were fixed afterwards, so it is no longer held-out).
+HELDOUT_SETS = ("heldout", "heldout2")
+HELDOUT_TITLES = {
+    "heldout": "Former held-out set (issue 30's first held-out set; no longer held-out)",
+    "heldout2": "Held-out designer-phrasing set 2 (issue 30; frozen before its first run)",
+}
+# Headings an older page used for a set's section (so that a section-only refresh replaces it).
+OLD_TITLES = {"heldout": "Held-out designer-phrasing set (issue 30; frozen before its first run)"}
+# Label errors found in a held-out set after its first run (a wrong expectation, not a parser failure): each
+# one is listed here and printed on the results page; the first run's outcomes are re-judged with the
 # corrected label. A parser failure is never listed here: it stays a failure of the first run.
-LABEL_FIXES: list[dict] = []  # {"text": …, "was": …, "now": …, "why": …}
-# Attempts at the first run that produced no figure (what stopped them; the parser was not changed after them).
-ABORTED_ATTEMPTS = [
+LABEL_FIXES: dict[str, list[dict]] = {"heldout": [], "heldout2": []}  # {"text": …, "was": …, "now": …, "why": …}
+# Attempts at a first run that produced no figure (what stopped them; the parser was not changed after them).
+ABORTED_ATTEMPTS = {"heldout": [
     "2026-12-02 15:09 UTC: the harness stopped at the default mapper's exception on “reduce the cap height by "
     "200%” (it built a scale operation with factor −1, which the typed program rejects: pydantic ValidationError) "
     "before any mapper's figures were printed or recorded. The harness (`fresh.run`) now records a mapper "
     "exception as that row's failure — not a refusal — and the rerun, with the parser unchanged, is the first run.",
-]
+], "heldout2": []}
+# What happened to a former held-out set after its first run.
+AFTERWARDS = {"heldout": (
+    "Its first run (below) was the claim until the second held-out set was written. The parser failures seen at "
+    "that first run were then fixed (quantities read as targets instead of changes, dropped signs, numbers in "
+    "words, diameters, keep clauses, the product's own name, an unsupported clause inside a multi-clause "
+    "instruction), so the set is **no longer held-out**: its current figures are development figures. The "
+    "second set was written and frozen before those fixes.")}
 
 
-def _heldout_record_path():
+def _heldout_record_path(name: str = "heldout"):
     from .fresh import DATA
 
-    return DATA / "heldout_first_run.json"
+    return DATA / f"{name}_first_run.json"
 
 
-def heldout_first_run() -> None:
-    """``python -m engines.prototype.reproduce heldout-first-run [--no-page]``: the one and only first run of
-    every mapper on the frozen held-out set (then ``make reproduce METHOD=prototype`` rewrites the page). It records each row's raw outcome (refused, message, changed parameters) in
-    ``data/heldout_first_run.json`` with the set's sha256 and the code's commit; the results page judges the
-    issue's claim on this record. Refuses to run again once the record exists."""
+def heldout_first_run(name: str = "heldout2") -> None:
+    """``python -m engines.prototype.reproduce heldout-first-run [SET] [--no-page]``: the one and only first run
+    of every mapper on a frozen held-out set. It records each row's raw outcome (refused, message, changed
+    parameters) in ``data/<SET>_first_run.json`` with the set's sha256 and the code's commit; the results page
+    judges the issue's claim on this record. Refuses to run again once the record exists."""
     import datetime
     import subprocess
 
     from . import fresh
     from .encoder import get_encoder
 
-    path = _heldout_record_path()
+    path = _heldout_record_path(name)
     if path.exists():
-        raise SystemExit(f"{path} exists: the held-out set has had its first run (the claim stays that run's)")
-    rows = fresh.load("heldout")
+        raise SystemExit(f"{path} exists: the {name} set has had its first run (the claim stays that run's)")
+    rows = fresh.load(name)
     enc = get_encoder()
     commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
     dirty = subprocess.run(["git", "status", "--porcelain", "--", "engines/prototype"], capture_output=True,
@@ -337,7 +354,7 @@ def heldout_first_run() -> None:
                      "accuracy": r["accuracy"],
                      "outcomes": [{k: o[k] for k in ("text", "ok", "why", "refused", "message", "error", "changed")}
                                   for o in r["rows"]]})
-    rec = {"set": "engines/prototype/data/" + fresh.SETS["heldout"], "sha256": fresh.set_digest("heldout"),
+    rec = {"set": "engines/prototype/data/" + fresh.SETS[name], "sha256": fresh.set_digest(name),
            "n": len(rows), "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
            "commit": commit, "uncommitted_engine_changes": dirty.splitlines(),
            "seconds": round(time.perf_counter() - t0), "runs": runs}
@@ -345,18 +362,18 @@ def heldout_first_run() -> None:
     print(f"wrote {path}")
 
 
-def heldout_first_results() -> tuple[dict, list[dict]]:
-    """The recorded first run, re-judged against the set's current labels: (record, per-mapper summaries).
+def heldout_first_results(name: str = "heldout") -> tuple[dict, list[dict]]:
+    """A set's recorded first run, re-judged against the set's current labels: (record, per-mapper summaries).
     Raises when the set's instructions changed, or when a verdict changed without a documented label fix."""
     from . import fresh
 
-    rec = json.loads(_heldout_record_path().read_text(encoding="utf-8"))
-    rows = list(fresh.load("heldout"))
-    fixed = {f["text"] for f in LABEL_FIXES}
+    rec = json.loads(_heldout_record_path(name).read_text(encoding="utf-8"))
+    rows = list(fresh.load(name))
+    fixed = {f["text"] for f in LABEL_FIXES[name]}
     out = []
     for run in rec["runs"]:
         if [o["text"] for o in run["outcomes"]] != [r["text"] for r in rows]:
-            raise ValueError("the held-out set's instructions changed after its first run; a new set needs a new run")
+            raise ValueError(f"the {name} set's instructions changed after its first run; a new set needs a new run")
         s = fresh.summarise(run["mapper"], run["spec_source"], rows, run["outcomes"], run["seconds_per_instruction"])
         for o, first in zip(s["rows"], run["outcomes"]):
             if o["ok"] != first["ok"] and o["text"] not in fixed:
@@ -383,54 +400,76 @@ def _kind_table(runs: list[dict], kinds: list[str], n_by_kind: dict) -> list[str
     return lines
 
 
-def heldout_section(rep: Report, enc) -> dict:
-    """Issue 30's claim, judged on the held-out set's recorded first run (all mappers), plus a re-measurement
-    of the embedding mappers with the current code (informational: a later parser fix shows here, never in
-    the claim)."""
+def _claimed_set() -> str:
+    return HELDOUT_SETS[-1]
+
+
+def heldout_section(rep: Report, enc, name: str | None = None) -> dict:
+    """A held-out set's section. The newest set (``_claimed_set``) carries issue 30's claims, judged on its
+    recorded first run (all mappers); an older one is reported as a former held-out set. Both add a
+    re-measurement of the embedding mappers with the current code (informational: a later parser fix shows
+    there, never in a first-run figure)."""
     from . import fresh
 
-    claim_acc = ("Issue 30, held-out designer-phrasing set (written after development, frozen before its first "
-                 "run): the default setup (interface + MiniLM, derived spec) does the right thing on ≥ 85% "
-                 "(direction, locality and refusal judged automatically), at the first run")
-    claim_ref = ("Issue 30, held-out set: refusals are 100% right on impossible and unsupported requests (model "
+    name = name or _claimed_set()
+    claimed = name == _claimed_set()
+    title = HELDOUT_TITLES[name]
+    begin, end = f"<!-- {name}-set:begin -->", f"<!-- {name}-set:end -->"
+    claim_acc = ("Issue 30, held-out designer-phrasing set 2 (written after the first held-out set's failures were "
+                 "seen and before they were fixed, frozen before its first run): the default setup (interface + "
+                 "MiniLM, derived spec) does the right thing on ≥ 85% (direction, locality and refusal judged "
+                 "automatically), at the first run")
+    claim_ref = ("Issue 30, held-out set 2: refusals are 100% right on impossible and unsupported requests (model "
                  "unchanged, message shown), and nothing expressible is refused, at the first run")
-    if not _heldout_record_path().exists():
-        why = "no first run recorded (python -m engines.prototype.reproduce heldout-first-run)"
-        rep.not_measured(claim_acc, "—", why)
-        rep.not_measured(claim_ref, "—", why)
+    if not _heldout_record_path(name).exists():
+        why = f"no first run recorded (python -m engines.prototype.reproduce heldout-first-run {name})"
+        if claimed:
+            rep.not_measured(claim_acc, "—", why)
+            rep.not_measured(claim_ref, "—", why)
+        rep.section("\n".join([begin, f"## {title}", "", f"Not measured: {why}.", end]))
         return {}
-    rec, first = heldout_first_results()
+    rec, first = heldout_first_results(name)
     for r in first:
         r["label"] = _label(r["mapper"], r["spec_source"])
     default = first[0]
     when = f"first run {rec['date']}, code {rec['commit'][:7]}"
-    rep.claim(claim_acc, "—", f"{_pct(default['accuracy'])} of {default['n']} ({when}; hand spec "
-              f"{_pct(first[1]['accuracy'])})", default["accuracy"] >= 0.85)
-    rep.claim(claim_ref, "—", f"{_pct(default['refusal_correct'])} of {default['n_refuse']} refusal items; "
-              f"{default['false_refusals']} false refusals ({when})",
-              default["refusal_correct"] == 1.0 and default["false_refusals"] == 0)
-    rows = list(fresh.load("heldout"))
+    rows = list(fresh.load(name))
     current = []
     for kind, src in [m for m in FRESH_MAPPERS if not m[0].startswith("llm")]:
         r = fresh.run(kind, src, enc, rows=rows)
         r["label"] = _label(kind, src)
         current.append(r)
+    if claimed:
+        rep.claim(claim_acc, "—", f"{_pct(default['accuracy'])} of {default['n']} ({when}; hand spec "
+                  f"{_pct(first[1]['accuracy'])})", default["accuracy"] >= 0.85)
+        rep.claim(claim_ref, "—", f"{_pct(default['refusal_correct'])} of {default['n_refuse']} refusal items; "
+                  f"{default['false_refusals']} false refusals ({when})",
+                  default["refusal_correct"] == 1.0 and default["false_refusals"] == 0)
+    else:
+        rep.reported(f"Issue 30, {title.split(' (')[0].lower()} (no longer held-out: failures seen at its first run "
+                     "were fixed afterwards): the default setup does the right thing", "—",
+                     f"first run {_pct(default['accuracy'])} of {default['n']} ({when}; refusals "
+                     f"{_pct(default['refusal_correct'])}, {default['false_refusals']} false refusals); current code "
+                     f"{_pct(current[0]['accuracy'])} (refusals {_pct(current[0]['refusal_correct'])}, "
+                     f"{current[0]['false_refusals']} false refusals; a development figure)")
     kinds = list(default["n_by_kind"])
     same = all([o["ok"] for o in c["rows"]] == [o["ok"] for o in f["rows"]] for c, f in zip(current, first))
-    changed_set = rec["sha256"] != fresh.set_digest("heldout")
-    lines = [f"## {HELDOUT_TITLE}", "",
-             f"{default['n']} instructions (`{rec['set']}`), written for issue 30 after the fresh set had become a "
-             "development set, in designers' own phrasing, covering every product and every failure kind of the "
-             "issue. The set was committed (frozen) before any mapper had read it; its labels were checked only by "
-             "compiling one hand-written interface program per row (the `program` field; no mapper sees it). The "
-             f"claim is judged on the **first run** ({when}, {rec['seconds']} s; record "
-             "`engines/prototype/data/heldout_first_run.json`, each row's raw outcome), with the same judge as the "
-             "development set (`engines/prototype/fresh.py`: direction and the stated amount, locality, refusal).", "",
-             *([""] + [f"Aborted attempt, {a}" for a in ABORTED_ATTEMPTS] if ABORTED_ATTEMPTS else []), "",
-             "### First run (the claim)", "", *_kind_table(first, kinds, default["n_by_kind"]), "",
-             "### Label fixes after the first run", ""]
-    if LABEL_FIXES:
-        lines += [f"- “{f['text']}”: expected {f['was']} → {f['now']} — {f['why']}" for f in LABEL_FIXES]
+    changed_set = rec["sha256"] != fresh.set_digest(name)
+    lines = [begin, f"## {title}", "",
+             f"{default['n']} instructions (`{rec['set']}`), written for issue 30 in designers' own phrasing, covering "
+             "every product and every failure kind of the issue. The set was committed (frozen) before any mapper had "
+             "read it; its labels were checked only by compiling one hand-written interface program per row (the "
+             f"`program` field; no mapper sees it). The first run ({when}, {rec['seconds']} s; record "
+             f"`engines/prototype/data/{name}_first_run.json`, each row's raw outcome) is judged with the same judge "
+             "as the development set (`engines/prototype/fresh.py`: direction and the stated amount, locality, "
+             "refusal)." + (" **It carries issue 30's claims.**" if claimed else ""), ""]
+    if not claimed:
+        lines += [AFTERWARDS[name], ""]
+    lines += [*([f"Aborted attempt, {a}" for a in ABORTED_ATTEMPTS[name]] + [""] if ABORTED_ATTEMPTS[name] else []),
+              "### First run" + (" (the claim)" if claimed else " (no longer held-out afterwards)"), "",
+              *_kind_table(first, kinds, default["n_by_kind"]), "", "### Label fixes after the first run", ""]
+    if LABEL_FIXES[name]:
+        lines += [f"- “{f['text']}”: expected {f['was']} → {f['now']} — {f['why']}" for f in LABEL_FIXES[name]]
         lines += ["", "The first run's outcomes are re-judged with the corrected labels (no mapper was re-run)."]
     else:
         lines += ["None: every label is as frozen" + (" (the set file differs from the recorded digest only "
@@ -438,22 +477,88 @@ def heldout_section(rep: Report, enc) -> dict:
     lines += ["", "### Re-measured with the current code (informational, not the claim)", ""]
     if same:
         lines += ["The embedding rows re-measured by this run give the same verdict on every instruction as the "
-                  "first run. The SmolLM2 rows are the first run's (about 10 minutes on the shared 2-core machine)."]
+                  "first run. The SmolLM2 rows are the first run's (minutes on the shared 2-core machine)."]
     else:
         lines += ["The parser changed after the first run (failures seen on this set may have been fixed for users); "
-                  "these rows show the current code. **The claim above stays the first run's.** SmolLM2 rows are not "
-                  "re-measured.", "", *_kind_table(current, kinds, default["n_by_kind"])]
+                  "these rows show the current code. **The first-run figures above stay the first run's.** SmolLM2 "
+                  "rows are not re-measured.", "", *_kind_table(current, kinds, default["n_by_kind"])]
     fails = [f"- *{r['label']}*: “{o['text']}” ({o['domain']}, {o['kind']}) — {o['why']}"
              + (f" [message: {o['message'][:160]}]" if o["message"] else "") for r in first[:2] for o in r["rows"]
              if not o["ok"]]
     named = [f"- “{o['text']}” ({o['domain']}): {o['message'][:200]}" for r, o in zip(rows, default["rows"])
              if o["kind"] == "unsupported" and r.get("refuse") and o["refused"] and o["message"]]
-    lines += ["", "Misses of the interface rows at the first run: " + ("none." if not fails else ""), *fails,
-              "", "Unsupported requests as the default setup refused them at the first run (the message names what "
-              "is missing and what the model has):", *named]
+    lines += ["", "Misses of the interface rows at the first run: " + ("none." if not fails else ""), *fails]
+    if not same:
+        now = [f"- *{r['label']}*: “{o['text']}” ({o['domain']}, {o['kind']}) — {o['why']}"
+               for r in current[:2] for o in r["rows"] if not o["ok"]]
+        lines += ["", "Misses of the interface rows with the current code: " + ("none." if not now else ""), *now]
+    lines += ["", "Unsupported requests as the default setup refused them at the first run (the message names what "
+              "is missing and what the model has):", *named, end]
     rep.section("\n".join(lines))
-    (RESULTS_DIR / "prototype_heldout.json").write_text(json.dumps({"first_run": first, "current": current}, indent=1))
+    (RESULTS_DIR / f"prototype_{name}.json").write_text(json.dumps({"first_run": first, "current": current}, indent=1))
     return {"first": first, "current": current}
+
+
+def _splice(text: str, name: str, block: str) -> str:
+    """Replace a held-out set's section in the page: between its markers, else under its (older) heading up to
+    the next section, else insert it before the development-set section."""
+    begin, end = f"<!-- {name}-set:begin -->", f"<!-- {name}-set:end -->"
+    if begin in text:
+        return text[:text.index(begin)] + block + text[text.index(end) + len(end):]
+    for title in (HELDOUT_TITLES[name], OLD_TITLES.get(name)):
+        head = f"## {title}\n" if title else None
+        if head and head in text:
+            i = text.index(head)
+            nxt = [j for j in (text.find("\n## ", i + len(head)), text.find(FRESH_BEGIN, i)) if j != -1]
+            j = min(nxt) if nxt else len(text)
+            return text[:i] + block + "\n\n" + text[j:].lstrip("\n")
+    if FRESH_BEGIN in text:
+        i = text.index(FRESH_BEGIN)
+        return text[:i] + block + "\n\n" + text[i:]
+    return text.rstrip() + "\n\n" + block + "\n"
+
+
+def refresh_heldout_sections() -> None:
+    """``python -m engines.prototype.reproduce heldout``: measure only the held-out sets' sections (the newest
+    set's first run judged as issue 30's claims, the former set's first run and current figures) and splice
+    them into docs/results/prototype.md, leaving the rest of the page as its last full run wrote it."""
+    from .encoder import get_encoder
+
+    enc = get_encoder()
+    path = RESULTS_DIR / "prototype.md"
+    text = path.read_text(encoding="utf-8")
+    for name in reversed(HELDOUT_SETS):  # newest first, as the full page orders them
+        t0 = time.perf_counter()
+        rep = Report("prototype", "Prompt-to-prototype (Shi et al., ICML 2025)")
+        heldout_section(rep, enc, name)
+        table = ["| claim | paper | ours | result |", "|---|---|---|---|"] + [
+            f"| {r.claim} | {r.paper} | {r.ours} | {r.verdict} |" for r in rep.rows]
+        body = rep.sections[-1]
+        head = f"## {HELDOUT_TITLES[name]}"
+        begin, end = f"<!-- {name}-set:begin -->", f"<!-- {name}-set:end -->"
+        inner = body[len(begin):body.rindex(end)].strip().replace(head, "", 1).strip()
+        block = "\n".join([begin, head, "", f"Measured by `python -m engines.prototype.reproduce heldout` on "
+                            f"{time.strftime('%Y-%m-%d')} in {time.perf_counter() - t0:.0f} s (this section only; "
+                            "a full `make reproduce METHOD=prototype` puts these rows into the claims table above, "
+                            "which may still show the rows of its last full run).", "", *table, "", inner, end])
+        if name != _claimed_set():
+            text = _splice(text, name, block)
+        else:
+            text = _splice(text, name, block) if f"<!-- {name}-set:begin -->" in text else \
+                _insert_before_former(text, block)
+    path.write_text(text, encoding="utf-8")
+    print(f"wrote {path}")
+
+
+def _insert_before_former(text: str, block: str) -> str:
+    """The claimed set's section goes first among the held-out sections."""
+    for name in HELDOUT_SETS[:-1]:
+        for title in (HELDOUT_TITLES[name], OLD_TITLES.get(name)):
+            for anchor in (f"<!-- {name}-set:begin -->", f"## {title}\n" if title else None):
+                if anchor and anchor in text:
+                    i = text.index(anchor)
+                    return text[:i] + block + "\n\n" + text[i:]
+    return _splice(text, _claimed_set(), block)
 
 
 if __name__ == "__main__":
@@ -462,11 +567,12 @@ if __name__ == "__main__":
     cmd = sys.argv[1:]
     if cmd == ["fresh"]:
         refresh_fresh_section()
+    elif cmd == ["heldout"]:
+        refresh_heldout_sections()
     elif cmd[:1] == ["heldout-first-run"]:
-        heldout_first_run()
-        if "--no-page" not in cmd:  # then regenerate the whole page, exactly as `make reproduce` does
-            import subprocess
-
-            sys.exit(subprocess.run(["make", "reproduce", "METHOD=prototype"]).returncode)
+        names = [c for c in cmd[1:] if not c.startswith("--")]
+        heldout_first_run(*(names[:1] or [_claimed_set()]))
+        if "--no-page" not in cmd:  # then regenerate the held-out sections of the page (section-only)
+            refresh_heldout_sections()
     else:
         main()

@@ -1,4 +1,7 @@
-"""Issue 30's held-out designer-phrasing set: size, coverage, disjointness, label consistency, first-run record."""
+"""Issue 30's held-out designer-phrasing sets: size, coverage, disjointness, label consistency, first-run record.
+
+``heldout`` (the first set; a development set since its first run's failures were fixed) and ``heldout2`` (written
+after that first run, frozen before the fixes; it carries the claim) are checked alike."""
 from __future__ import annotations
 
 import difflib
@@ -21,15 +24,26 @@ def _norm(t: str) -> str:
     return " ".join(re.sub(r"[^\w%°+\-.]+", " ", t.lower()).split())
 
 
+SETS = ("heldout", "heldout2")
+
+
+@pytest.fixture(scope="module", params=SETS)
+def name(request):
+    return request.param
+
+
 @pytest.fixture(scope="module")
-def rows():
-    return list(fresh.load("heldout"))
+def rows(name):
+    return list(fresh.load(name))
 
 
-def _other_corpora() -> list[str]:
+def _other_corpora(name: str) -> list[str]:
+    """Every instruction written before the set: the corpus, the fresh set, the hand instructions and the earlier
+    held-out sets."""
     texts = [r["text"] for split in ("dev", "test") for r in dataset.load(split)]
     texts += [r["text"] for r in fresh.load("fresh")]
     texts += [r["text"] for r in yaml.safe_load((fresh.DATA / "hand_instructions.yaml").read_text())]
+    texts += [r["text"] for earlier in SETS[:SETS.index(name)] for r in fresh.load(earlier)]
     return texts
 
 
@@ -70,8 +84,15 @@ def test_heldout_set_covers_the_issues_sub_kinds(rows):
         sum(r["kind"] == "impossible" for r in rows)
 
 
-def test_heldout_set_is_disjoint_from_the_development_corpus_and_the_fresh_set(rows):
-    others = _other_corpora()
+def test_the_second_set_refuses_unsupported_clauses_inside_multi_clause_instructions():
+    rows = fresh.load("heldout2")
+    mixed = [r for r in rows if r.get("refuse") and len(r["program"]) > 1
+             and any(o["op"] == "unsupported" for o in r["program"]) and any(o["op"] != "unsupported" for o in r["program"])]
+    assert {r["domain"] for r in mixed} == set(DOMAINS) and len(rows) >= 80
+
+
+def test_heldout_set_is_disjoint_from_the_development_corpus_and_the_fresh_set(rows, name):
+    others = _other_corpora(name)
     normed = [_norm(t) for t in others]
     mine = [_norm(r["text"]) for r in rows]
     assert len(set(mine)) == len(mine), "duplicate instructions inside the held-out set"
@@ -95,22 +116,48 @@ def test_every_heldout_label_is_met_by_an_interface_program(rows, source):
         assert v.ok, (r["text"], v.why, c.refused)
 
 
-def test_the_first_run_record_belongs_to_this_set():
+def test_the_first_run_record_belongs_to_this_set(name):
     """Once recorded, the first run names this exact file (sha256) and every instruction in order; the results
     page re-judges it and refuses a changed verdict without a documented label fix."""
     from engines.prototype import reproduce
 
-    path = reproduce._heldout_record_path()
+    path = reproduce._heldout_record_path(name)
     if not path.exists():
-        pytest.skip("the held-out set has not had its first run yet")
+        pytest.skip(f"the {name} set has not had its first run yet")
     rec = json.loads(path.read_text(encoding="utf-8"))
-    texts = [r["text"] for r in fresh.load("heldout")]
+    texts = [r["text"] for r in fresh.load(name)]
     assert {(r["mapper"], r["spec_source"]) for r in rec["runs"]} == set(reproduce.FRESH_MAPPERS)
     for run in rec["runs"]:
         assert [o["text"] for o in run["outcomes"]] == texts
-    if not reproduce.LABEL_FIXES:
-        assert rec["sha256"] == fresh.set_digest("heldout"), "the held-out set changed after its first run"
-    _, first = reproduce.heldout_first_results()
+    if not reproduce.LABEL_FIXES[name]:
+        assert rec["sha256"] == fresh.set_digest(name), f"the {name} set changed after its first run"
+    _, first = reproduce.heldout_first_results(name)
     for s, run in zip(first, rec["runs"]):
-        fixed = {f["text"] for f in reproduce.LABEL_FIXES}
+        fixed = {f["text"] for f in reproduce.LABEL_FIXES[name]}
         assert all(o["ok"] == f["ok"] or o["text"] in fixed for o, f in zip(s["rows"], run["outcomes"]))
+
+
+def test_the_newest_held_out_set_carries_the_claim_and_was_frozen_before_the_parser_fixes():
+    """The second set was committed alone, before the fixes of the first set's failures (its commit is an
+    ancestor of the first fix to ``precision.py``), and the claims are judged on it."""
+    import subprocess
+
+    from engines.prototype import reproduce
+
+    assert reproduce._claimed_set() == "heldout2"
+
+    def first_commit(path):
+        out = subprocess.run(["git", "log", "--diff-filter=A", "--format=%H", "--", path], capture_output=True,
+                             text=True, cwd=fresh.DATA.parents[2]).stdout.split()
+        return out[-1] if out else None
+
+    shallow = subprocess.run(["git", "rev-parse", "--is-shallow-repository"], capture_output=True, text=True,
+                             cwd=fresh.DATA.parents[2]).stdout.strip()
+    frozen, fix = first_commit("engines/prototype/data/instructions_heldout2.yaml"), \
+        first_commit("engines/prototype/precision.py")
+    if shallow != "false" or frozen is None or fix is None:
+        pytest.skip("no full git history here")
+    files = subprocess.run(["git", "show", "--name-only", "--format=", frozen], capture_output=True, text=True,
+                           cwd=fresh.DATA.parents[2]).stdout.split()
+    assert files == ["engines/prototype/data/instructions_heldout2.yaml"]
+    assert subprocess.run(["git", "merge-base", "--is-ancestor", frozen, fix], cwd=fresh.DATA.parents[2]).returncode == 0

@@ -1,0 +1,65 @@
+"""What a product's interface cannot express: requests refused by name, never mapped to the nearest part.
+
+Two signals, both checked against the interface's own vocabulary (a word the interface lists — a component
+synonym, an operation word, an attribute name, a macro phrase — is never "unsupported" for that product):
+
+* common design vocabulary for settings and parts a parametric model may lack (``UNSUPPORTED``: colour,
+  material, texture, corner rounding, wall thickness, moving parts, …);
+* an **added part** the product does not have: "add a cup holder", "attach a tray to the seat" — the object
+  of add / attach / fit / install / include, when its head noun is not in the interface. Inside a
+  multi-clause instruction the whole instruction is then refused (the compiler refuses a program holding an
+  ``unsupported`` operation), so nothing half-done reaches the model.
+"""
+from __future__ import annotations
+
+import re
+
+# Common design vocabulary for settings and parts a parametric model may lack (domain-independent; a word
+# counts only when the product's own interface does not list it). Feature name → words.
+UNSUPPORTED: dict[str, tuple[str, ...]] = {
+    "colour setting": ("colour", "color", "colours", "colors", "paint", "painted", "red", "blue", "green", "yellow",
+                       "black", "white", "pink", "purple", "grey", "gray", "brown", "beige", "orange", "golden"),
+    "material setting": ("material", "materials", "wood", "wooden", "oak", "walnut", "metal", "metallic", "steel",
+                         "aluminium", "aluminum", "brass", "chrome", "glass", "plastic", "ceramic", "porcelain",
+                         "leather", "fabric", "velvet", "marble", "concrete", "bamboo", "rattan", "cork", "stone"),
+    "texture or pattern setting": ("texture", "textured", "ribbed", "ribs", "ridges", "ridged", "grooved", "grooves",
+                                   "pattern", "patterned", "striped", "stripes", "knurled", "engraved", "engraving",
+                                   "logo", "embossed", "matte", "glossy", "shiny", "finish"),
+    "corner-rounding setting": ("corner", "corners", "rounded", "round off", "rounder", "fillet",
+                                "filleted", "chamfer", "chamfered", "bevel", "bevelled", "beveled", "boxy", "boxier",
+                                "sharp edges", "softer edges", "edges", "edge"),
+    "wall-thickness setting": ("wall", "walls", "walled"),
+    "weight setting": ("weight", "weigh", "weighs", "weighted"),
+    "moving parts (swivel, folding, adjustable)": ("swivel", "swivelling", "swiveling", "rotate", "rotating", "spin",
+                                                   "spinning", "folding", "foldable", "fold", "adjustable", "rocking",
+                                                   "rocker", "dimmable", "dimmer", "stackable"),
+    "brightness setting (the model is geometry only)": ("bright", "brighter", "brightness", "dimmer light"),
+    "wings": ("wing", "wings"), "wheels": ("wheel", "wheels", "castor", "castors", "caster", "casters"),
+    "lid": ("lid", "lids"), "cushion": ("cushion", "cushions", "upholstery", "padding", "padded", "upholstered"),
+    "headrest": ("headrest", "head rest"), "spout": ("spout",), "saucer": ("saucer",), "straw": ("straw",),
+    "switch": ("switch",), "cord": ("cord", "cable", "plug"), "bulb": ("bulb", "light bulb"),
+    "drawer": ("drawer", "drawers"), "handle": ("handle", "handles"), "armrests": ("armrest", "armrests"),
+    "backrest": ("backrest", "back rest"), "label": ("label", "sticker"), "feet pads": ("pads", "glides"),
+}
+COUNT_WORDS = r"(?:second|another|extra|additional|2nd|a pair of|two|three|four|five|six|\d+)"
+
+ADD_VERB = re.compile(r"\b(?:add|adding|attach|attaching|fit|install|include|integrate|mount)\b\s+")
+# what may follow the verb without naming a part: a number or an amount ("add 2 cm", "add more curve")
+NOT_A_PART = re.compile(r"(?:\d|an? (?:bit|little|touch|lot|tad)\b|more\b|less\b|some (?:more|extra)\b|extra\b|"
+                        r"another \d|(?:one|two|three|four|five|half|a quarter)\b)")
+END_OF_PART = re.compile(r"\s+(?:to|on|onto|in|into|at|under|underneath|below|above|for|between|around|along|"
+                         r"beside|near|with|so|that|which)\b|$")
+ARTICLES = re.compile(r"^(?:an?|the|some|its|it|them|a pair of|pair of)\s+")
+
+
+def added_part(clause: str) -> str | None:
+    """The part an add-clause asks for ("add a cup holder to the seat" → "cup holder"), or None."""
+    m = ADD_VERB.search(clause)
+    if not m:
+        return None
+    rest = clause[m.end():]
+    rest = ARTICLES.sub("", rest)
+    if not rest or NOT_A_PART.match(rest):
+        return None
+    part = rest[:END_OF_PART.search(rest).start()].strip()
+    return part or None

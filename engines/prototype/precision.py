@@ -1,0 +1,166 @@
+"""Semantic precision: the quantities in a designer's words (the paper's second gap, "slightly" vs exact values).
+
+A clause's quantity is one of
+
+* a **ratio** — a factor (new = old × f: "twice as tall", "halve", "to 80%") or a relative change whose
+  direction the clause gives ("by 20%", "a fifth taller");
+* a **number with a unit** — signed, in cm / mm / in / m, degrees, ml / cl / l; written in digits or words
+  ("minus one centimetre", "a quarter of an inch", "a half-litre bottle");
+* and, for a number, whether it is a **target** ("to 50 cm", "50 cm tall", "a thickness of 4 cm") or a
+  **change** ("by 5 cm", "5 cm taller", "an extra 1.5 cm", "+1 cm", "add 2 cm to", "raise it 6 cm",
+  "down 3 mm").
+
+Nothing here knows a product; the interface decides which attribute the quantity applies to.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+UNITS = {"mm": ("cm", 0.1), "millimetre": ("cm", 0.1), "millimetres": ("cm", 0.1), "millimeter": ("cm", 0.1),
+         "millimeters": ("cm", 0.1), "cm": ("cm", 1.0), "centimetre": ("cm", 1.0), "centimetres": ("cm", 1.0),
+         "centimeter": ("cm", 1.0), "centimeters": ("cm", 1.0), "m": ("cm", 100.0), "metre": ("cm", 100.0),
+         "metres": ("cm", 100.0), "meter": ("cm", 100.0), "meters": ("cm", 100.0), "in": ("cm", 2.54),
+         "inch": ("cm", 2.54), "inches": ("cm", 2.54), '"': ("cm", 2.54), "°": ("deg", 1.0), "deg": ("deg", 1.0),
+         "degree": ("deg", 1.0), "degrees": ("deg", 1.0), "ml": ("ml", 1.0), "millilitre": ("ml", 1.0),
+         "millilitres": ("ml", 1.0), "milliliter": ("ml", 1.0), "milliliters": ("ml", 1.0), "cl": ("ml", 10.0),
+         "l": ("ml", 1000.0), "litre": ("ml", 1000.0), "litres": ("ml", 1000.0), "liter": ("ml", 1000.0),
+         "liters": ("ml", 1000.0)}
+_UNIT_ALT = "|".join(sorted((re.escape(u) for u in UNITS), key=len, reverse=True))
+NUMBER = re.compile(r"(?<![\w.])([-−+]?)\s?(\d+(?:\.\d+)?)\s*(" + _UNIT_ALT + r")?(?![\w])")
+# Spelled-out units a number word may precede ("one centimetre", "an inch"); symbols need digits.
+UNIT_WORDS = [u for u in UNITS if len(u) > 2]
+WORD_NUMBERS = {"zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
+                "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "fifteen": 15, "twenty": 20, "thirty": 30,
+                "forty": 40, "fifty": 50, "hundred": 100}
+SIGN_WORDS = {"minus": "-", "negative": "-", "plus": "+"}
+
+FRACTION_DEN = {"half": 2, "halves": 2, "third": 3, "thirds": 3, "quarter": 4, "quarters": 4, "fourth": 4,
+                "fourths": 4, "fifth": 5, "fifths": 5, "sixth": 6, "sixths": 6, "tenth": 10, "tenths": 10}
+FRACTION_NUM = {"a": 1, "one": 1, "two": 2, "three": 3}
+COMPARATIVE = (r"(?:more|less|taller|shorter|higher|lower|wider|narrower|thicker|thinner|deeper|shallower|longer|"
+               r"bigger|smaller|larger|further|slimmer|broader|up|down|bigger)")
+FACTOR_WORDS = [(r"\bone and a half times\b|\bhalf again\b", 1.5), (r"\b(?:twice|double|doubled|two times)\b", 2.0),
+                (r"\b(?:triple|tripled|thrice|three times)\b", 3.0), (r"\bfour times\b", 4.0),
+                (r"\b(?:halve|halved|in half|half as|half the|half its|half of)\b", 0.5)]
+PERCENT = re.compile(r"(?<![\w.])([-−+]?)(\d+(?:\.\d+)?)\s*(?:%|percent\b|per cent\b)")
+FRACTION = re.compile(r"\b(?:(a|one|two|three)[ -])?(half|halves|thirds?|quarters?|fourths?|fifths?|sixths?|tenths?)\b")
+MULTIPLE = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)\s*(?:x|×|times)(?![\w])")
+
+# What makes a number a target or a change. A target: "to / at / of / as / be / is / :" right before it, or a
+# dimension adjective right after it ("50 cm tall"). A change: "by", an added amount ("an extra", "another"),
+# a comparative or "more" after it, an explicit sign, or a verb of change in front ("raise the seat 6 cm",
+# "add 2 cm to the height", "the stem diameter down 3 mm").
+HEDGE = r"(?:about|around|roughly|approximately|nearly|almost|exactly|just|only|some|maybe)"
+TARGET_BEFORE = re.compile(r"(?:\b(?:to|at|of|as|be|is|are|measures?|measuring)|[:=])\s*(?:" + HEDGE + r"\s*)?$")
+TARGET_AFTER = re.compile(r"\s*(?:tall|high|long|wide|thick|deep|across|in (?:diameter|radius|height|width|depth)|"
+                          r"in total|overall)\b")
+CHANGE_BEFORE = re.compile(r"\b(?:by|an? extra|another|an additional|additional)\s*(?:" + HEDGE + r"\s*)?$")
+CHANGE_AFTER = re.compile(r"\s*(?:\w+\s+)?(?:" + COMPARATIVE + r"|extra)\b")
+CHANGE_VERB = re.compile(r"\b(?:add|adding|raise|raising|lower|lowering|lift|drop|move|stretch|extend|lengthen|"
+                         r"shorten|increase|decrease|reduce|grow|shrink|deepen|widen|narrow|thicken|bump|"
+                         r"up|down)\b")
+
+
+@dataclass(frozen=True)
+class Quantity:
+    value: float  # canonical: a target (absolute) or the size of a change (relative); the factor for ratios
+    unit: str | None  # canonical unit ("cm", "deg", "ml") or None when the text gave none
+    raw_value: float  # the number as written (signed)
+    relative: bool  # "3 cm taller" (a change) rather than "45 cm tall" (a target)
+    factor: float | None = None  # multiplicative target: new = old × factor ("twice as tall", "halve", "to 80%")
+    change: float | None = None  # multiplicative change whose direction the clause gives ("by 20%", "a fifth taller")
+    sign: str | None = None  # an explicit sign written before a relative number ("by -5 cm", "+1 cm", "minus 1 cm")
+
+    @property
+    def ratio(self) -> bool:
+        return self.factor is not None or self.change is not None
+
+
+def _num(x: float) -> str:
+    return f"{x:g}"
+
+
+def spell_out(clause: str) -> str:
+    """Numbers written in words → digits, where they measure something: "minus one centimetre" → "-1 centimetre",
+    "a quarter of an inch" → "0.25 inch", "a half-litre bottle" → "0.5 litre bottle", "two inches" → "2 inches".
+    A bare fraction ("a fifth taller") and a count without a unit ("three legs") are left to the callers."""
+    unit = r"(?:" + "|".join(sorted(map(re.escape, UNIT_WORDS), key=len, reverse=True)) + r")(?![\w])"
+    t = clause
+
+    def frac(m):
+        num = FRACTION_NUM.get(m.group(1) or "a", 1)
+        return _num(num / FRACTION_DEN[m.group(2)]) + " "
+
+    t = re.sub(r"\b(?:(a|one|two|three)[ -])?(half|thirds?|quarters?|fifths?|tenths?)(?:[ -]of)?[ -](?:an?[ -])?(?=" + unit + ")",
+               frac, t)
+    t = re.sub(r"\b(" + "|".join(WORD_NUMBERS) + r")(?:[ -](?:and[ -])?a[ -]half)?[ -](?=" + unit + ")",
+               lambda m: _num(WORD_NUMBERS[m.group(1)] + (0.5 if "half" in m.group(0) else 0)) + " ", t)
+    t = re.sub(r"\ban? (?=" + unit + ")", "1 ", t)
+    t = re.sub(r"\b(minus|negative|plus)\s+(?=\d)", lambda m: SIGN_WORDS[m.group(1)], t)
+    return t
+
+
+def _ratio(clause: str) -> Quantity | None:
+    """Percentages, fractions and multiples: a factor (new = old × f) or a change whose direction the clause
+    gives ("lower the stem by 20%", "about a fifth taller", "twice as tall", "to 80%", "cut it in half")."""
+    m = PERCENT.search(clause)
+    if m:
+        p = float(m.group(2)) / 100
+        before, after = clause[:m.start()], clause[m.end():]
+        if re.search(r"\bto\s*(?:about\s*|around\s*)?$", before) or re.match(r"\s*(?:of|as)\b", after):
+            return Quantity(p, None, p, False, factor=p)
+        sign = "-" if m.group(1) in ("-", "−") else "+" if m.group(1) == "+" else None
+        return Quantity(p, None, p, True, change=p, sign=sign)
+    m = MULTIPLE.search(clause)
+    if m:
+        f = float(m.group(1))
+        return Quantity(f, None, f, False, factor=f)
+    for pat, f in FACTOR_WORDS:
+        if re.search(pat, clause):
+            if f == 0.5 and re.search(r"\bby half\b", clause):
+                return Quantity(0.5, None, 0.5, True, change=0.5)
+            return Quantity(f, None, f, False, factor=f)
+    if re.search(r"\bby half\b", clause):
+        return Quantity(0.5, None, 0.5, True, change=0.5)
+    for m in FRACTION.finditer(clause):
+        num = FRACTION_NUM.get(m.group(1) or "a", 1)
+        f = num / FRACTION_DEN[m.group(2)]
+        before, after = clause[:m.start()], clause[m.end():]
+        if re.search(r"\bto\s*(?:about\s*|around\s*)?$", before) or re.match(r"\s*(?:as|of)\b", after):
+            return Quantity(f, None, f, False, factor=f)
+        if re.search(r"\bby\s*(?:about\s*|around\s*|roughly\s*|nearly\s*|almost\s*)?$", before) or \
+                re.match(r"\s*(?:\w+\s+)?" + COMPARATIVE + r"\b", after):
+            return Quantity(f, None, f, True, change=f)
+    return None
+
+
+def is_change(before: str, after: str, signed: bool) -> bool:
+    """Is the number between ``before`` and ``after`` a change (True) or a target (False)?"""
+    if CHANGE_BEFORE.search(before) or CHANGE_AFTER.match(after):
+        return True
+    if TARGET_BEFORE.search(before) or TARGET_AFTER.match(after):
+        return False
+    return signed or bool(CHANGE_VERB.search(before))
+
+
+def quantity(clause: str) -> Quantity | None:
+    """The clause's quantity: a ratio (see ``_ratio``), a number with an optional unit (signed; a change or a
+    target, see ``is_change``) or a count word ("three legs")."""
+    t = spell_out(clause)
+    m = NUMBER.search(t)
+    if m is None or not m.group(3):  # a unit-less digit may still sit beside a ratio ("by 20%", "2x")
+        r = _ratio(clause)
+        if r is not None:
+            return r
+    if not m:
+        for w, n in WORD_NUMBERS.items():
+            if n >= 2 and re.search(rf"\b{w}\b", clause):
+                return Quantity(float(n), None, float(n), False)
+        return None
+    neg = m.group(1) in ("-", "−")
+    x = float(m.group(2)) * (-1 if neg else 1)
+    unit, scale = UNITS.get(m.group(3) or "", (None, 1.0))
+    if is_change(t[:m.start()], t[m.end():], bool(m.group(1))):
+        return Quantity(abs(x) * scale, unit, x, True, sign="-" if neg else ("+" if m.group(1) == "+" else None))
+    return Quantity(x * scale, unit, x, False)
