@@ -1,6 +1,7 @@
 """Test helpers and fixtures: free ports, real servers, the app in-process or as a subprocess, Chromium."""
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import socket
@@ -24,6 +25,22 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-backg
 # The suite (conftest) points this at its data directory: test-profile screenshots never replace the
 # default-profile ones in docs/screenshots, which the shot_<id>.py scripts take.
 SCREENSHOTS = Path(os.environ.get("PAPERLAB_SCREENSHOT_DIR") or ROOT / "docs" / "screenshots")
+
+
+def measuring() -> bool:
+    """True under ``make bench`` (benchmarks/timed_tests.py), which collects what :func:`record_measure` records."""
+    return bool(os.environ.get("PAPERLAB_BENCH_MEASURES"))
+
+
+def record_measure(name: str, value: float) -> None:
+    """Record a time (or a ratio of times) the test measured, for ``make bench`` to report against its budget.
+
+    Tests never assert times (a loaded machine fails them, not a bug): they check behaviour and record the
+    measure; without ``PAPERLAB_BENCH_MEASURES`` (``make test``) this does nothing.
+    """
+    if measuring():
+        with open(os.environ["PAPERLAB_BENCH_MEASURES"], "a", encoding="utf-8") as f:
+            f.write(json.dumps({"name": name, "value": float(value)}) + "\n")
 
 
 def free_port() -> int:

@@ -12,7 +12,7 @@ import pytest
 from gradio_client import Client
 
 from engines.common.settings import get_settings
-from tests.helpers import ROOT, start_worker, stop
+from tests.helpers import ROOT, record_measure, start_worker, stop
 
 KL_ARGS = ("linear", 5, 3000, 8, 20, 0.1, 1.0, 2, "uniform", ["kl_ucb", "ucb"])
 LONG = {"env": "linear", "horizon": 100_000, "seeds": 20}
@@ -58,7 +58,7 @@ def test_redis_worker_app_roundtrip(redis_stack, app_server):
     assert {r[0] for r in summary["data"]} == {"KL-UCB (Alg. 1)", "UCB / LinUCB"}
     lat = first_progress_latency(celery_for(redis_url))
     print(f"\nUI start {start_s:.2f} s; Redis submit->first progress {lat * 1000:.0f} ms")
-    assert lat < 5
+    record_measure("redis: submit → first progress (s)", lat)
 
 
 def test_killed_worker_fails_the_job_with_a_message(redis_stack, tmp_path):

@@ -3,9 +3,12 @@
 The app (one tab, the kl_bandits one, on GuardedBlocks with Gradio's queue) runs in this process with
 the Celery backend; the job runs in a supervised solo-pool worker process. A job is cancelled by
 ``gradio_client``'s ``job.cancel()`` (``/gradio_api/cancel``) and by a client that drops its
-connection (a closed tab); in both cases the worker stops using CPU within a few seconds. While a job
-runs, the same session cannot start a second one of the same tab ("busy"), and a global cap refuses
-new jobs of other sessions.
+connection (a closed tab); in both cases the worker reports the job cancelled (it writes that state once the
+entry has left its loop) and is free: the next job runs on it. While a job runs, the same session cannot start
+a second one of the same tab ("busy"), and a global cap refuses new jobs of other sessions.
+
+No time is asserted here: the seconds to "cancelled" (budget 10 s) and the worker's CPU after a cancel are
+recorded for ``make bench`` (benchmarks/timed_tests.py), which reports them against their budgets.
 """
 from __future__ import annotations
 
@@ -18,14 +21,14 @@ from gradio_client import Client
 
 from app import limits
 from engines.common.settings import get_settings
-from tests.helpers import free_port
+from tests.helpers import free_port, measuring, record_measure
 from tests.reliability.conftest import cpu_used, wait_for
 from workers import client
 
 # The tab's inputs: env, η, horizon, d, K, σ, β, seeds, π₀, methods — the slowest run the sliders allow.
 LONG = ["linear", 5, 50000, 8, 20, 0.1, 1.0, 10, "uniform", ["kl_ucb", "kl_greedy", "ucb"]]
-CANCEL_BOUND_S = 10.0  # the issue's bound for "cancelled"
-IDLE_CPU_S = 0.25      # CPU seconds an idle worker may use in two seconds (a busy one uses ~2 on an idle machine)
+SMALL = {"horizon": 200, "seeds": 1, "methods": ["kl_ucb"]}  # a job that takes a free worker a moment
+GIVE_UP_S = 120  # a hang guard on a loaded machine, not a budget (make bench reports the times)
 
 
 @pytest.fixture
@@ -66,17 +69,24 @@ def _tracked_job() -> str:
 
 
 def _running_on_worker(celery_app, worker, job_id: str) -> None:
-    wait_for(lambda: client.snapshot(celery_app, job_id).state == "running", 120, "the worker started the job")
-    assert cpu_used(worker.proc.pid, 2.0) > 0.3, "the worker is not computing the job"
+    """The worker runs the job and is inside its loop (its progress moved past 0)."""
+    wait_for(lambda: (s := client.snapshot(celery_app, job_id)).state == "running" and s.fraction > 0, GIVE_UP_S,
+             "the worker computes the job")
+    if measuring():
+        record_measure("cancel: worker CPU in 2 s while computing (CPU s)", cpu_used(worker.proc.pid, 2.0))
 
 
-def _stopped(celery_app, worker, job_id: str, t0: float) -> float:
-    """Seconds from ``t0`` until the job is cancelled; then the worker must be idle."""
-    wait_for(lambda: client.snapshot(celery_app, job_id).state == "cancelled", CANCEL_BOUND_S,
-             "the job was cancelled")
+def _stopped(celery_app, worker, job_id: str, t0: float, what: str) -> float:
+    """The job is reported cancelled and the worker is free (one solo-pool process: a small job submitted next
+    runs to completion). Returns the seconds from ``t0`` to "cancelled", recorded for ``make bench``."""
+    wait_for(lambda: client.snapshot(celery_app, job_id).state == "cancelled", GIVE_UP_S, "the job was cancelled")
     t = time.monotonic() - t0
-    assert t < CANCEL_BOUND_S
-    assert cpu_used(worker.proc.pid, 2.0) < IDLE_CPU_S, "the worker still computes the cancelled job"
+    record_measure(f"cancel: {what} → cancelled (s)", t)
+    if measuring():
+        record_measure("cancel: worker CPU in 2 s after a cancel (CPU s)", cpu_used(worker.proc.pid, 2.0))
+    nxt = client.submit(celery_app, "kl_bandits", "regret_curves", SMALL)
+    last = list(client.wait(celery_app, nxt, timeout=GIVE_UP_S, poll_s=0.1))[-1]
+    assert last.state == "succeeded", f"the worker did not run the next job after the cancel: {last}"
     return t
 
 
@@ -93,8 +103,8 @@ def test_api_cancel_and_closed_connection_stop_the_job(served, monkeypatch):
         c.predict(*LONG, api_name="/kl_bandits_run")
     t0 = time.monotonic()
     job.cancel()  # returns once Gradio could close the handler's generator, i.e. after the job stopped
-    t_api = _stopped(celery_app, worker, jid, t0)
-    wait_for(lambda: not limits.TRACKER.running(), 10, "the handler let go of the cancelled job")
+    t_api = _stopped(celery_app, worker, jid, t0, "API job.cancel()")
+    wait_for(lambda: not limits.TRACKER.running(), GIVE_UP_S, "the handler let go of the cancelled job")
 
     # 2. A client that drops its connection mid-job (what closing the tab does).
     fn_index = next(i for i, f in demo.fns.items() if f.api_name == "kl_bandits_run")
@@ -118,6 +128,6 @@ def test_api_cancel_and_closed_connection_stop_the_job(served, monkeypatch):
                 Client(url, verbose=False).predict(*LONG, api_name="/kl_bandits_run")
             t0 = time.monotonic()
         # leaving the block closes the connection
-    t_tab = _stopped(celery_app, worker, jid2, t0)
-    wait_for(lambda: not limits.TRACKER.running(), 10, "the handler let go of the abandoned job")
+    t_tab = _stopped(celery_app, worker, jid2, t0, "closed connection")
+    wait_for(lambda: not limits.TRACKER.running(), GIVE_UP_S, "the handler let go of the abandoned job")
     print(f"cancelled after: api cancel {t_api:.1f} s, closed connection {t_tab:.1f} s")

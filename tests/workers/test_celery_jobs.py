@@ -10,6 +10,7 @@ from app.jobs import CeleryBackend
 from engines import registry
 from engines.common.params import ParamError
 from engines.common.settings import get_settings
+from tests.helpers import record_measure
 from workers import client
 from workers.celery_app import make_celery
 
@@ -67,9 +68,9 @@ def test_cancel_running_job(celery_app):
     wait_state(celery_app, job, {"running"})
     t0 = time.monotonic()
     backend.cancel(job)
-    s = wait_state(celery_app, job, {"cancelled", "failed", "succeeded"})
+    s = wait_state(celery_app, job, {"cancelled", "failed", "succeeded"}, timeout=120)
     assert s.state == "cancelled"
-    assert time.monotonic() - t0 < 10
+    record_measure("celery: running job cancel → cancelled (s)", time.monotonic() - t0)
 
 
 def test_bad_params_are_rejected_before_queueing(celery_app):

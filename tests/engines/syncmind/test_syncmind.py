@@ -23,6 +23,7 @@ from engines.syncmind.params import EpisodeParams, LLMParams
 from engines.syncmind.sandbox import Limits, RunResult, run_tests
 from engines.syncmind.sources import head_dir, instance_set
 from engines.syncmind.synthetic import synthetic_repo
+from tests.helpers import record_measure
 
 
 @pytest.fixture(scope="module")
@@ -124,8 +125,8 @@ def test_metrics_on_fixture_log():
 
 
 def test_sandbox_kills_runaway_and_blocks_network(tmp_path):
-    """Check 5: an infinite loop is killed within the timeout and a socket connect is refused; the host
-    copy is never touched."""
+    """Check 5: an infinite loop is killed by its limits and a socket connect is refused; the host copy is never
+    touched. How long the kill took is recorded for ``make bench`` (budget 10 s), not asserted."""
     repo = tmp_path / "repo"
     (repo / "tests").mkdir(parents=True)
     (repo / "tests" / "test_x.py").write_text(
@@ -134,7 +135,8 @@ def test_sandbox_kills_runaway_and_blocks_network(tmp_path):
         "def test_write():\n    open('tests/test_x.py', 'w').write('')\n")
     before = (repo / "tests" / "test_x.py").read_text()
     r = run_tests(repo, "tests/test_x.py::test_loop", limits=Limits(timeout_s=2, cpu_s=2))
-    assert not r.passed and r.killed and r.seconds < 10
+    assert not r.passed and ("timeout" in r.killed or "CPU-time limit" in r.killed), r.killed
+    record_measure("syncmind sandbox: runaway test killed (s)", r.seconds)
     r = run_tests(repo, "tests/test_x.py", {"tests/test_x.py": before.replace("while True:\n        pass", "pass")},
                   limits=Limits(timeout_s=30))
     assert r.summary == {"passed": 2, "failed": 1, "errors": 0, "skipped": 0}

@@ -1,6 +1,6 @@
 """JSON Schema coverage of the compiler: every keyword accepts its valid instances and rejects the invalid ones
 (through the engine's recognizer, byte by byte, and on a few schemas token by token with masks), refusals name
-the keyword and its JSON pointer, and bad input fails fast with a clear error."""
+the keyword and its JSON pointer, and bad input fails with a clear error (how fast: ``make bench``)."""
 from __future__ import annotations
 
 import json
@@ -15,6 +15,7 @@ from engines.zapformat.frontend import InputError, to_kbnf
 from engines.zapformat.grammar import compile_grammar
 from engines.zapformat.json_schema import Limits, SchemaError, Unsatisfiable, number_regex, schema_to_kbnf
 from engines.zapformat.maskbench import serialise
+from tests.helpers import record_measure
 
 
 def accepts(grammar, text: str) -> bool:
@@ -171,7 +172,8 @@ def test_bad_schemas_fail_fast_with_a_clear_error(schema, message):
     t0 = time.perf_counter()
     with pytest.raises(InputError) as e:
         to_kbnf("json_schema", json.dumps(schema))
-    assert message in str(e.value) and time.perf_counter() - t0 < 10
+    assert message in str(e.value)
+    record_measure("zapformat: slowest bad schema rejected (s)", time.perf_counter() - t0)  # fail fast: make bench
 
 
 def test_unsatisfiable_branch_is_dropped_not_fatal():
