@@ -1,7 +1,11 @@
-"""Every public API endpoint, per method. Gradio silently renames duplicates, so the names are pinned.
+"""Every public API endpoint, per method, and the labels of their values.
 
-One entry per method id (keep the blank lines: parallel branches edit different entries).
+Gradio silently renames duplicates, so the names are pinned (one entry per method id; keep the blank lines:
+parallel branches edit different entries). Gradio names an unlabelled input or output ``value_N`` in the API
+page: :func:`unnamed_values` lists those (``tests/app/test_app.py`` checks both on the whole app).
 """
+import re
+
 
 API_NAMES: dict[str, set[str]] = {
     "dpsdp": {"dpsdp_refine", "dpsdp_random", "dpsdp_evaluate", "dpsdp_tree", "dpsdp_train", "dpsdp_stop"},
@@ -47,3 +51,11 @@ API_NAMES: dict[str, set[str]] = {
 
     "rose": {"rose_forecast", "rose_mask", "rose_pretrain", "rose_ablation", "rose_stop"},
 }
+
+
+def unnamed_values(api_info: dict) -> list[tuple]:
+    """(endpoint, parameters|returns, component, label) of every value without a meaningful label in
+    ``demo.get_api_info()``: no label, or Gradio's ``value_N`` placeholder."""
+    return [(name, kind, p.get("component"), p.get("label"))
+            for name, ep in api_info["named_endpoints"].items() for kind in ("parameters", "returns")
+            for p in ep[kind] if not p.get("label") or re.fullmatch(r"value_\d+", p["label"])]

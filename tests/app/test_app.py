@@ -1,7 +1,6 @@
 """The app's public API (pinned names), the kl_bandits endpoints through gradio_client, bad input, start-up."""
 from __future__ import annotations
 
-import re
 import subprocess
 import sys
 
@@ -11,7 +10,7 @@ from gradio_client import Client
 from engines.registry import METHODS
 from tests.helpers import ROOT
 
-from tests.app.api_names import API_NAMES
+from tests.app.api_names import API_NAMES, unnamed_values
 
 IDS = ["dpsdp", "zapformat", "pde_staggered", "fdgen", "multinoulli", "l2d", "cl_angles", "syncmind",
        "poisonedeye", "fedag", "emloc", "kl_bandits", "moex", "prototype", "slug", "saeuron", "tailopt",
@@ -40,10 +39,7 @@ def test_api_names_are_pinned(inline_app):
 def test_no_endpoint_exposes_unnamed_values(inline_app):
     """Every input and output of a public endpoint carries a label (Gradio names unlabelled ones value_N)."""
     _, demo = inline_app
-    info = demo.get_api_info()
-    unnamed = [(name, kind, p.get("component"), p.get("label"))
-               for name, ep in info["named_endpoints"].items() for kind in ("parameters", "returns")
-               for p in ep[kind] if not p.get("label") or re.fullmatch(r"value_\d+", p["label"])]
+    unnamed = unnamed_values(demo.get_api_info())
     assert not unnamed, f"unlabelled endpoint values (give the component a label=): {unnamed}"
 
 
