@@ -9,7 +9,7 @@ from pathlib import Path
 
 import gradio as gr
 
-from engines.moex.params import MAX_PGN_CHARS, VIEW_MODELS
+from engines.moex.params import MAX_PGN_CHARS, PYCHESS_DIR, VIEW_MODELS
 from engines.moex.plots import LABELS, board_svg, curves_figure, grid_figure, move_list_markdown
 
 from .. import worked_example
@@ -31,17 +31,25 @@ VARIANT_CHOICES = [("Dense GELU (GPT-2)", "dense_gelu"), ("Dense ReLU", "dense_r
                    ("TopK MoE + sparsity router", "topk_gelu_sparsity"), ("MoE-X", "moex")]
 
 
-def _games() -> list[tuple[str, str]]:
-    """Random games, then the real games of the Debian pychess PGN files (titles cached by the first explore
-    job that read them; scanning the files here would slow the app's start)."""
+NO_REAL_GAMES = (f"Real games are not listed: they come from the PGN files of Debian's pychess package "
+                 f"({PYCHESS_DIR}), which is not installed here (a GTK chess client, ~25 MB with its "
+                 f"dependencies, for 2 full games). Paste a real game's PGN below instead.")
+
+
+def _games() -> tuple[list[tuple[str, str]], str | None]:
+    """(choices, why real games are absent or None): random games, then the real games of the Debian pychess PGN
+    files when they are installed (titles cached by the first explore job that read them; parsing the files here
+    would slow the app's start)."""
     out = [(f"Random legal game #{i}", f"synthetic:{i}") for i in range(10)]
+    if next(Path(PYCHESS_DIR).rglob("*.pgn"), None) is None:
+        return out, NO_REAL_GAMES
     from engines.common.settings import get_settings
 
     try:
         titles = json.loads((get_settings().data_dir / "moex" / "real_games.json").read_text())
     except (OSError, ValueError):
         titles = ["Real game #0 (pychess PGN files)", "Real game #1 (pychess PGN files)"]
-    return out + [(f"Real: {t}", f"real:{i}") for i, t in enumerate(titles[:20])]
+    return out + [(f"Real: {t}", f"real:{i}") for i, t in enumerate(titles[:20])], None
 
 
 def _unit_name(model: str, unit: int, cfg: dict | None) -> str:
@@ -173,7 +181,8 @@ def build() -> None:
     job_id = gr.State(None)
     with gr.Row():
         with gr.Column(scale=1, min_width=300):
-            game = gr.Dropdown(_games(), value=EXAMPLE["game"], label="Game", elem_id="moex_game")
+            choices, no_real = _games()
+            game = gr.Dropdown(choices, value=EXAMPLE["game"], label="Game", elem_id="moex_game", info=no_real)
             pgn = gr.Textbox(label="…or paste a PGN (overrides the game)", max_lines=4, max_length=MAX_PGN_CHARS,
                              placeholder="1.e4 e5 2.Nf3 Nc6 3.Bb5 a6")
             position = gr.Slider(1, 40, value=EXAMPLE["position"], step=1, label="Position (move number)",

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .params import PYCHESS_DIR
+
 try:  # python-chess; the UI never imports this module at start-up
     import chess
     import chess.pgn
@@ -27,7 +29,7 @@ VOCAB = " #+-.0123456789;=BKNOQRabcdefghx"
 assert len(VOCAB) == 32
 STOI = {c: i for i, c in enumerate(VOCAB)}
 DOT = STOI["."]
-PYCHESS_GLOB = "/usr/share/pychess/**/*.pgn"
+PYCHESS_GLOB = f"{PYCHESS_DIR}/**/*.pgn"
 
 PIECES = ["pawn", "knight", "bishop", "rook", "queen", "king"]
 # class index = signed piece value + 6: 0..5 black king..pawn, 6 blank, 7..12 white pawn..king

@@ -11,6 +11,8 @@ Variant = Literal["dense_gelu", "dense_relu", "topk_gelu", "topk_relu", "topk_ge
 ViewModel = Literal["dense_gelu", "topk_gelu", "moex", "sae"]
 VIEW_MODELS = ("dense_gelu", "topk_gelu", "moex", "sae")
 MAX_PGN_CHARS = 4000
+# Real games: the PGN files of Debian's `pychess` package (read by engines.moex.data, listed by the tab if present).
+PYCHESS_DIR = "/usr/share/pychess"
 
 
 class ExploreParams(Params):

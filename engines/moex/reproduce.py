@@ -178,11 +178,16 @@ def main():
         rho_l = [e["routing"]["spearman_token_mean"] for e in evs["topk_relu"]] or [float("nan")]
         rho_lg = [e["routing"]["spearman_token_mean"] for e in evs["topk_gelu"]] or [float("nan")]
         pear = [e["routing"]["estimate_pearson"] for e in evs["moex"]]
+        # the row's reason when the baseline, not the sparsity router, breaks the contrast
+        gate_why = (" — the linear gate is not neutral here: trained jointly with its ReLU experts it also ranks the "
+                    "sparser experts first (|ρ| ≥ 0.3, unlike the paper's Fig. 9)"
+                    + ("; the sparsity router itself meets its bound" if np.mean(rho_s) <= -0.5 else "")
+                    ) if abs(np.mean(rho_l)) >= 0.3 else ""
         rep.claim("§4.4: Spearman(router score, true expert L0) ≤ −0.5 for the sparsity router (MoE-X) and "
                   "|ρ| < 0.3 for the linear TopK gate (ReLU experts); per-token ρ over the experts, mean over "
                   f"test positions and {n_seeds['moex']} seeds", "strongly negative vs none (Fig. 9)",
                   f"sparsity router {np.mean(rho_s):+.3f} (pooled {np.mean([e['routing']['spearman_pooled'] for e in evs['moex']]):+.3f}); "
-                  f"linear gate {np.mean(rho_l):+.3f} (GELU experts {np.mean(rho_lg):+.3f})",
+                  f"linear gate {np.mean(rho_l):+.3f} (GELU experts {np.mean(rho_lg):+.3f}){gate_why}",
                   np.mean(rho_s) <= -0.5 and abs(np.mean(rho_l)) < 0.3)
         rep.claim("Check 2: on the trained MoE-X, estimated vs actual expert firing (D·p_j(x) vs L0) Pearson ≥ 0.7",
                   "≥ 0.7", f"{np.mean(pear):.3f} (per seed {', '.join(f'{p:.2f}' for p in pear)})", np.mean(pear) >= 0.7)

@@ -65,3 +65,18 @@ def test_worked_example_without_models_says_how_to_get_them(tmp_path, monkeypatc
         monkeypatch.undo()
         reset_settings()
     assert why and "dense_gelu, topk_gelu, moex, sae" in why and "Train" in why and "never train" in why
+
+
+def test_real_games_are_listed_only_when_installed(tmp_path, monkeypatch):
+    """The dropdown lists the pychess PGN games only where the files exist, and says why they are absent."""
+    from app.tabs import moex
+
+    monkeypatch.setattr(moex, "PYCHESS_DIR", str(tmp_path / "absent"))
+    choices, why = moex._games()
+    assert choices and all(v.startswith("synthetic:") for _, v in choices)
+    assert "pychess" in why and "Paste" in why
+    (tmp_path / "pychess" / "learn").mkdir(parents=True)
+    (tmp_path / "pychess" / "learn" / "games.pgn").write_text("1. e4 e5 2. Nf3 Nc6 *\n")
+    monkeypatch.setattr(moex, "PYCHESS_DIR", str(tmp_path / "pychess"))
+    choices, why = moex._games()
+    assert why is None and any(v.startswith("real:") for _, v in choices)
