@@ -5,6 +5,11 @@ The decoder layers of any ``Qwen2``/``Llama``-family ``transformers`` model are 
 time, with the layer's memory K/V prepended as extra, fully visible keys (post-RoPE: kept tokens keep their
 original positions) and an explicit softmax where the attention probabilities are needed. Memory per layer is a
 pair of tensors ``[kv_heads, M_l, head_dim]``: every KV head keeps the same number of tokens, chosen per head.
+
+The runner also owns the model's token layout of the task (``chunk_inputs``, ``demo_inputs``, ``query_inputs``) and
+its position ids (``positions``: the chunk's ids from the running offset, and the next offset); the paper-scale
+adapter (:mod:`engines.emloc.qwen2vl`, Qwen2-VL with 3-D mRoPE positions) overrides these, and :class:`Compressor`
+and :func:`answer` take either a model or a runner.
 """
 from __future__ import annotations
 
@@ -29,6 +34,9 @@ ANSWER_BONUS = 100.0
 class Runner:
     """Layer-by-layer forward of a decoder with per-layer K/V prefixes (the attention hook of the method)."""
 
+    demo_len = task.DEMO_LEN  # tokens of one demonstration in this model's layout
+    answer_offset = task.ANSWER_OFFSET  # index of the answer token inside a demonstration
+
     def __init__(self, model):
         from transformers.models.qwen2.modeling_qwen2 import apply_rotary_pos_emb
 
@@ -42,8 +50,42 @@ class Runner:
         self.n_layers = len(self.layers)
         self._rope = apply_rotary_pos_emb
 
+    @property
+    def device(self) -> torch.device:
+        return self.head.weight.device
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return self.head.weight.dtype
+
+    # -- the task's token layout and position ids for this model (overridden by the paper-scale adapter) --
+    def chunk_inputs(self, ep: task.Episode, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
+        """Token ids [L] and patch features [L, 16] of demonstrations lo..hi as one sequence."""
+        return ep.context(lo, hi)
+
+    def demo_inputs(self, ep: task.Episode, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
+        """Demonstrations lo..hi as batch rows: ids [n, demo_len], patches [n, demo_len, 16]."""
+        ids = np.stack([ep.demo_tokens(i) for i in range(lo, hi)])
+        pats = np.zeros((hi - lo, task.DEMO_LEN, task.PATCH_DIM), np.float32)
+        pats[:, :task.PATCHES] = ep.demo_patches[lo:hi]
+        return ids, pats
+
+    def query_inputs(self, query_patches: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Each query ``[IMG × 4, QUERY]`` as a batch row: ids [n, 5], patches [n, 5, 16]."""
+        n = len(query_patches)
+        ids = np.tile(np.array([task.IMG] * task.PATCHES + [task.QUERY]), (n, 1))
+        pats = np.zeros((n, task.QUERY_LEN, task.PATCH_DIM), np.float32)
+        pats[:, :task.PATCHES] = query_patches
+        return ids, pats
+
+    def positions(self, ids: np.ndarray, offset: int) -> tuple[torch.Tensor, int]:
+        """Position ids of one sequence ``ids`` [T] placed after ``offset``, and the offset after it (1-D RoPE)."""
+        T = int(np.shape(ids)[-1])
+        return torch.arange(offset, offset + T, device=self.device), offset + T
+
     def embed(self, ids: np.ndarray, patches: np.ndarray) -> torch.Tensor:
-        return self.model.embed(torch.as_tensor(ids), torch.as_tensor(patches))
+        return self.model.embed(torch.as_tensor(ids, device=self.device),
+                                torch.as_tensor(patches, device=self.device))
 
     def rope(self, h: torch.Tensor, positions: torch.Tensor):
         return self.rotary(h, positions.reshape(1, -1))
@@ -71,8 +113,8 @@ class Runner:
         K = K.repeat_interleave(self.groups, 1)
         V = V.repeat_interleave(self.groups, 1)
         scores = (q @ K.transpose(-1, -2)) * att.scaling
-        causal = torch.ones(T, T, dtype=torch.bool).triu(1)
-        mask = torch.cat([torch.zeros(T, P, dtype=torch.bool), causal], 1)
+        causal = torch.ones(T, T, dtype=torch.bool, device=h.device).triu(1)
+        mask = torch.cat([torch.zeros(T, P, dtype=torch.bool, device=h.device), causal], 1)
         probs = torch.softmax(scores.masked_fill(mask, float("-inf")).float(), -1).to(q.dtype)
         out = (probs @ V).transpose(1, 2).reshape(B, T, -1)
         h = h + att.o_proj(out)
@@ -89,14 +131,16 @@ class Memory:
 
     keys: list[torch.Tensor]
     values: list[torch.Tensor]
-    offset: int = 0
+    offset: int = 0  # the next position id (= context_tokens with 1-D RoPE; less with Qwen2-VL's 2-D image grids)
     context_tokens: int = 0  # demonstration tokens seen (the full context's length)
-    answer_positions: list[int] = field(default_factory=list)  # original positions of the demos' answer tokens
-    kept_positions: list[list[np.ndarray]] = field(default_factory=list)  # [layer][kv head] original positions kept
+    # token indices in the full context (= RoPE positions with 1-D RoPE): the demos' answer tokens, and per
+    # [layer][kv head] the tokens kept
+    answer_positions: list[int] = field(default_factory=list)
+    kept_positions: list[list[np.ndarray]] = field(default_factory=list)
 
     @classmethod
     def empty(cls, r: Runner) -> "Memory":
-        z = torch.zeros(1, r.nkv, 0, r.hd)
+        z = torch.zeros(1, r.nkv, 0, r.hd, device=r.device, dtype=r.dtype)
         return cls([z] * r.n_layers, [z] * r.n_layers, kept_positions=[[np.zeros(0, np.int64)] * r.nkv
                                                                           for _ in range(r.n_layers)])
 
@@ -154,7 +198,7 @@ class Compressor:
 
     def __init__(self, model, ratios=RATIOS, delta: float = DELTA, chunk_size: int = 16,
                  fixed: list[float] | None = None, policy: str = "attention", seed: int = 0):
-        self.r = Runner(model)
+        self.r = model if isinstance(model, Runner) else Runner(model)
         self.ratios, self.delta, self.chunk_size = tuple(sorted(ratios)), delta, chunk_size
         self.fixed, self.policy = fixed, policy
         self.gen = torch.Generator().manual_seed(seed)
@@ -174,9 +218,9 @@ class Compressor:
 
     def _chunk(self, mem: Memory, ep: task.Episode, j: int, lo: int, hi: int) -> ChunkRecord:
         r = self.r
-        ids, pats = ep.context(lo, hi)
+        ids, pats = r.chunk_inputs(ep, lo, hi)
         L = len(ids)
-        pos = torch.arange(mem.offset, mem.offset + L)
+        pos, next_offset = r.positions(ids, mem.offset)  # positions continue after the running offset
         # Step 2: chunk prefill against the memory
         h = r.embed(ids, pats)[None]
         rope = r.rope(h, pos)
@@ -186,35 +230,33 @@ class Compressor:
             Ks.append(k)
             Vs.append(v)
         n_demo = hi - lo
-        answers = np.arange(n_demo) * task.DEMO_LEN + task.ANSWER_OFFSET  # the demos' answer tokens, within the chunk
+        answers = np.arange(n_demo) * r.demo_len + r.answer_offset  # the demos' answer tokens, within the chunk
         if not self.ratios and self.fixed is None:
             kept = [None] * r.n_layers
             rec = ChunkRecord(j, L, [L] * r.n_layers, [None] * r.n_layers, [], 0.0)
         else:
-            kept, rec = self._select(mem, ep, j, lo, hi, L, Ks, Vs, answers, n_demo)
+            kept, rec = self._select(mem, ep, j, lo, hi, L, Ks, Vs, answers, n_demo, next_offset)
         # Step 5: append the kept tokens to every layer's memory
         for l in range(r.n_layers):
             mem.keys[l] = torch.cat([mem.keys[l], _gather(Ks[l], kept[l])], 2)
             mem.values[l] = torch.cat([mem.values[l], _gather(Vs[l], kept[l])], 2)
             for hh in range(r.nkv):
-                sel = np.arange(L) if kept[l] is None else kept[l][hh].numpy()
-                mem.kept_positions[l][hh] = np.concatenate([mem.kept_positions[l][hh], mem.offset + sel])
-        mem.answer_positions += list(mem.offset + answers)
-        mem.offset += L
+                sel = np.arange(L) if kept[l] is None else kept[l][hh].cpu().numpy()
+                mem.kept_positions[l][hh] = np.concatenate([mem.kept_positions[l][hh], mem.context_tokens + sel])
+        mem.answer_positions += list(mem.context_tokens + answers)
+        mem.offset = next_offset
         mem.context_tokens += L
         return rec
 
-    def _observe(self, mem: Memory, ep: task.Episode, lo: int, hi: int, L: int, Ks, Vs):
-        """Step 3: each demo of the chunk re-fed as a batch row after [memory; chunk]; returns the attention scores
-        of its observation tokens onto the chunk, the reference distributions and the hidden state entering every layer."""
+    def _observe(self, mem: Memory, ep: task.Episode, lo: int, hi: int, L: int, Ks, Vs, start: int):
+        """Step 3: each demo of the chunk re-fed as a batch row after [memory; chunk] (positions from ``start``, the
+        offset after the chunk); returns the attention scores of its observation tokens onto the chunk, the
+        reference distributions and the hidden state entering every layer."""
         r = self.r
-        n = hi - lo
-        ids = np.stack([ep.demo_tokens(i) for i in range(lo, hi)])
-        pats = np.zeros((n, task.DEMO_LEN, task.PATCH_DIM), np.float32)
-        pats[:, :task.PATCHES] = ep.demo_patches[lo:hi]
+        ids, pats = r.demo_inputs(ep, lo, hi)
         h = r.embed(ids, pats)
-        rope = r.rope(h, torch.arange(mem.offset + L, mem.offset + L + task.DEMO_LEN))
-        obs = [task.ANSWER_OFFSET - 1, task.ANSWER_OFFSET]  # QUERY (predicts the answer) and the answer token
+        rope = r.rope(h, r.positions(ids[0], start)[0])  # every row has the same layout
+        obs = [r.answer_offset - 1, r.answer_offset]  # QUERY (predicts the answer) and the answer token
         hidden, scores = [], []
         for l in range(r.n_layers):
             hidden.append(h)
@@ -241,16 +283,16 @@ class Compressor:
             return None
         return torch.topk(s, n, -1).indices.sort(-1).values
 
-    def _select(self, mem, ep, j, lo, hi, L, Ks, Vs, answers, n_demo):
+    def _select(self, mem, ep, j, lo, hi, L, Ks, Vs, answers, n_demo, start):
         r = self.r
-        hidden, scores, p_ref, rope, obs = self._observe(mem, ep, lo, hi, L, Ks, Vs)
-        bonus = torch.zeros(L)
+        hidden, scores, p_ref, rope, obs = self._observe(mem, ep, lo, hi, L, Ks, Vs, start)
+        bonus = torch.zeros(L, device=scores[0].device)
         bonus[torch.as_tensor(answers)] = ANSWER_BONUS  # every demo's answer token is always kept
         kept: list[torch.Tensor | None] = [None] * r.n_layers
         ratio: list[float | None] = [None] * r.n_layers
         trace = []
         for l in reversed(range(r.n_layers)):  # Step 4: top-down greedy
-            s = scores[l] if self.policy == "attention" else torch.rand(r.nkv, L, generator=self.gen)
+            s = scores[l] if self.policy == "attention" else torch.rand(r.nkv, L, generator=self.gen).to(bonus.device)
             s = s + bonus
             if self.fixed is not None:
                 kept[l], ratio[l] = self._topk(s, self.fixed[l], L, n_demo), self.fixed[l]
@@ -274,14 +316,12 @@ class Compressor:
 
 @torch.no_grad()
 def answer(model, mem: Memory, query_patches: np.ndarray) -> torch.Tensor:
-    """Logits [n_queries, V] of each query ``[IMG × 4, QUERY]`` prefilled after the memory (positions offset)."""
-    r = Runner(model)
-    n = len(query_patches)
-    ids = np.tile(np.array([task.IMG] * task.PATCHES + [task.QUERY]), (n, 1))
-    pats = np.zeros((n, task.QUERY_LEN, task.PATCH_DIM), np.float32)
-    pats[:, :task.PATCHES] = query_patches
+    """Logits [n_queries, V] of each query ``[IMG × 4, QUERY]`` prefilled after the memory (positions offset).
+    ``model``: the tiny model or a :class:`Runner` (the paper-scale adapter)."""
+    r = model if isinstance(model, Runner) else Runner(model)
+    ids, pats = r.query_inputs(query_patches)
     h = r.embed(ids, pats)
-    rope = r.rope(h, torch.arange(mem.offset, mem.offset + task.QUERY_LEN))
+    rope = r.rope(h, r.positions(ids[0], mem.offset)[0])
     for l in range(r.n_layers):
         h, _, _, _ = r.layer(l, h, rope, mem.keys[l], mem.values[l])
     return r.logits(h)[:, -1]
@@ -289,7 +329,7 @@ def answer(model, mem: Memory, query_patches: np.ndarray) -> torch.Tensor:
 
 def predict(model, mem: Memory, ep: task.Episode) -> np.ndarray:
     """Predicted classes of the episode's queries (argmax over the 10 label tokens, mapped back by the permutation)."""
-    lab = answer(model, mem, ep.query_patches)[:, task.LABEL0:].argmax(-1).numpy()
+    lab = answer(model, mem, ep.query_patches)[:, task.LABEL0:task.VOCAB].argmax(-1).cpu().numpy()
     inv = np.argsort(ep.perm)
     return inv[lab]
 
