@@ -131,7 +131,7 @@ def test_build_memory_entry_with_the_micro_model():
     """The test profile trains the micro schedule (one short re-training); the entry's payload is complete."""
     res = experiment.build_memory({"shots": 48, "chunk_size": 16, "queries": 6, "delta": 0.01})
     v = res["variants"]
-    assert set(v) == {"emloc", "full", "truncation", "uniform"}
+    assert set(v) == {"emloc", "full", "truncation", "uniform", "snapkv"}
     assert len(res["heatmap"]) == 4 and len(res["heatmap"][0]) == 3
     assert all(0 < x <= 1 for row in res["heatmap"] for x in row)
     assert res["answers_kept"] and res["latency_s"]["emloc"] > 0
