@@ -459,7 +459,8 @@ def heldout_section(rep: Report, enc, name: str | None = None) -> dict:
              f"{default['n']} instructions (`{rec['set']}`), written for issue 30 in designers' own phrasing, covering "
              "every product and every failure kind of the issue. The set was committed (frozen) before any mapper had "
              "read it; its labels were checked only by compiling one hand-written interface program per row (the "
-             f"`program` field; no mapper sees it). The first run ({when}, {rec['seconds']} s; record "
+             f"`program` field; no mapper sees it). The first run ({rec['date']}, code {rec['commit'][:7]}, "
+             f"{rec['seconds']} s; record "
              f"`engines/prototype/data/{name}_first_run.json`, each row's raw outcome) is judged with the same judge "
              "as the development set (`engines/prototype/fresh.py`: direction and the stated amount, locality, "
              "refusal)." + (" **It carries issue 30's claims.**" if claimed else ""), ""]
