@@ -23,9 +23,13 @@ HELD_OUT = [("Airline passengers (monthly) — held out", "airline"), ("Mauna Lo
             ("Sunspot numbers (monthly) — held out", "sunspots"),
             ("El Niño sea-surface temperature (monthly) — held out", "elnino"),
             ("Electricity demand, England & Wales (half-hourly) — held out", "taylor")]
-PRETRAIN_SEEN = [("Australian wine sales (monthly)", "wineind"), ("San Francisco hourly temperature", "sf_temps"),
-                 ("Seattle daily max temperature", "seattle_temp"), ("Canadian lynx trappings (yearly)", "lynx"),
-                 ("Nile river flow (yearly)", "nile"), ("US real GDP (quarterly)", "gdp")]
+PRETRAIN_SEEN = [("Australian wine sales (monthly) — in pre-training", "wineind"),
+                 ("San Francisco hourly temperature — in pre-training", "sf_temps"),
+                 ("Seattle daily max temperature — in pre-training", "seattle_temp"),
+                 ("US real GDP (quarterly) — in pre-training", "gdp"),
+                 # bundled but shorter than one pre-training window (context of 2 patches + 96 steps): not seen
+                 ("Canadian lynx trappings (yearly) — not seen (too short for pre-training)", "lynx"),
+                 ("Nile river flow (yearly) — not seen (too short for pre-training)", "nile")]
 SYNTHETIC = [(f"Synthetic: {f.replace('_', ' ')}", f"synthetic:{f}") for f in
              ("multi_seasonal", "trend_season", "arma", "random_walk", "intermittent", "chirp_regime")]
 CHOICES = HELD_OUT + PRETRAIN_SEEN + SYNTHETIC

@@ -1,8 +1,10 @@
 """Series: the synthetic multi-domain generators, the bundled real series (offline), CSV uploads.
 
 The pre-training corpus mixes 6 synthetic generator families (each a "domain" with its own spectral profile,
-spec §4) with real series bundled in statsmodels, pmdarima and vega_datasets. ``HELD_OUT`` series are never
-seen in pre-training: they are the zero-/few-shot test set.
+spec §4) with real series bundled in statsmodels, pmdarima and vega_datasets. ``HELD_OUT`` series are the
+zero-/few-shot test set. Every real series names the record it samples (``RealSeries.record``); no series whose
+record is that of a held-out series enters pre-training (``PRETRAIN_REAL``), so another sampling of held-out
+data (statsmodels' yearly sunspots are the annual means of pmdarima's monthly sunspots) is held out too.
 """
 from __future__ import annotations
 
@@ -80,7 +82,8 @@ class RealSeries:
     freq: str
     horizon: int  # default horizon in the tab and the held-out evaluation
     loader: Callable[[], np.ndarray]
-    source: str
+    source: str  # the package it is bundled in
+    record: str  # the underlying data: series with the same record are samplings of the same measurements
 
 
 def _sm(name: str):
@@ -112,38 +115,53 @@ def _vega(name: str, column: str):
 
 REAL: dict[str, RealSeries] = {s.name: s for s in [
     # held out (zero-/few-shot test set)
-    RealSeries("co2", "Mauna Loa CO₂ (weekly)", 52, "W", 48, _co2, "statsmodels"),
-    RealSeries("sunspots", "Sunspot numbers (monthly)", 1, "M", 24, lambda: _pm("sunspots"), "pmdarima"),
-    RealSeries("airline", "Airline passengers (monthly)", 12, "M", 24, lambda: _pm("airpassengers"), "pmdarima"),
-    RealSeries("elnino", "El Niño sea-surface temperature (monthly)", 12, "M", 24, _elnino, "statsmodels"),
+    RealSeries("co2", "Mauna Loa CO₂ (weekly)", 52, "W", 48, _co2, "statsmodels", "mauna_loa_co2"),
+    RealSeries("sunspots", "Sunspot numbers (monthly)", 1, "M", 24, lambda: _pm("sunspots"), "pmdarima",
+               "sunspot_number"),
+    RealSeries("airline", "Airline passengers (monthly)", 12, "M", 24, lambda: _pm("airpassengers"), "pmdarima",
+               "airline_passengers"),
+    RealSeries("elnino", "El Niño sea-surface temperature (monthly)", 12, "M", 24, _elnino, "statsmodels",
+               "elnino_sst"),
     RealSeries("taylor", "Electricity demand, England & Wales (half-hourly)", 48, "30min", 96,
-               lambda: _pm("taylor"), "pmdarima"),
-    # pre-training corpus
-    RealSeries("nile", "Nile river flow (yearly)", 1, "Y", 8, lambda: _sm("nile")["volume"].to_numpy(float),
-               "statsmodels"),
+               lambda: _pm("taylor"), "pmdarima", "uk_electricity_demand"),
+    # the yearly means of the monthly sunspot record: held out with it (never pre-trained on, not evaluated)
     RealSeries("sunspots_yearly", "Sunspot activity (yearly)", 11, "Y", 11,
-               lambda: _sm("sunspots")["SUNACTIVITY"].to_numpy(float), "statsmodels"),
+               lambda: _sm("sunspots")["SUNACTIVITY"].to_numpy(float), "statsmodels", "sunspot_number"),
+    # pre-training candidates (``training.build_corpus`` drops the ones shorter than a window)
+    RealSeries("nile", "Nile river flow (yearly)", 1, "Y", 8, lambda: _sm("nile")["volume"].to_numpy(float),
+               "statsmodels", "nile_flow"),
     RealSeries("gdp", "US real GDP (quarterly)", 4, "Q", 8, lambda: _sm("macrodata")["realgdp"].to_numpy(float),
-               "statsmodels"),
-    RealSeries("cpi", "US CPI (quarterly)", 4, "Q", 8, lambda: _sm("macrodata")["cpi"].to_numpy(float), "statsmodels"),
+               "statsmodels", "us_macro_realgdp"),
+    RealSeries("cpi", "US CPI (quarterly)", 4, "Q", 8, lambda: _sm("macrodata")["cpi"].to_numpy(float),
+               "statsmodels", "us_macro_cpi"),
     RealSeries("unemployment", "US unemployment (quarterly)", 4, "Q", 8,
-               lambda: _sm("macrodata")["unemp"].to_numpy(float), "statsmodels"),
-    RealSeries("wineind", "Australian wine sales (monthly)", 12, "M", 24, lambda: _pm("wineind"), "pmdarima"),
-    RealSeries("woolyrnq", "Australian woollen yarn (quarterly)", 4, "Q", 8, lambda: _pm("woolyrnq"), "pmdarima"),
-    RealSeries("lynx", "Canadian lynx trappings (yearly)", 10, "Y", 10, lambda: _pm("lynx"), "pmdarima"),
-    RealSeries("heartrate", "Heart rate (0.5 s)", 1, "500ms", 24, lambda: _pm("heartrate"), "pmdarima"),
-    RealSeries("austres", "Australian residents (quarterly)", 4, "Q", 8, lambda: _pm("austres"), "pmdarima"),
+               lambda: _sm("macrodata")["unemp"].to_numpy(float), "statsmodels", "us_macro_unemp"),
+    RealSeries("wineind", "Australian wine sales (monthly)", 12, "M", 24, lambda: _pm("wineind"), "pmdarima",
+               "aus_wine_sales"),
+    RealSeries("woolyrnq", "Australian woollen yarn (quarterly)", 4, "Q", 8, lambda: _pm("woolyrnq"), "pmdarima",
+               "aus_woollen_yarn"),
+    RealSeries("lynx", "Canadian lynx trappings (yearly)", 10, "Y", 10, lambda: _pm("lynx"), "pmdarima",
+               "canadian_lynx"),
+    RealSeries("heartrate", "Heart rate (0.5 s)", 1, "500ms", 24, lambda: _pm("heartrate"), "pmdarima",
+               "heart_rate"),
+    RealSeries("austres", "Australian residents (quarterly)", 4, "Q", 8, lambda: _pm("austres"), "pmdarima",
+               "aus_residents"),
     RealSeries("seattle_hourly", "Seattle hourly temperature (2010)", 24, "h", 96,
-               lambda: _vega("seattle_temps", "temp"), "vega_datasets"),
+               lambda: _vega("seattle_temps", "temp"), "vega_datasets", "seattle_temperature_hourly"),
     RealSeries("seattle_temp", "Seattle daily max temperature", 7, "D", 48,
-               lambda: _vega("seattle_weather", "temp_max"), "vega_datasets"),
+               lambda: _vega("seattle_weather", "temp_max"), "vega_datasets", "seattle_weather_daily"),
     RealSeries("seattle_wind", "Seattle daily wind", 7, "D", 48, lambda: _vega("seattle_weather", "wind"),
-               "vega_datasets"),
+               "vega_datasets", "seattle_weather_daily"),
     RealSeries("sf_temps", "San Francisco hourly temperature", 24, "h", 96, lambda: _vega("sf_temps", "temp"),
-               "vega_datasets"),
+               "vega_datasets", "sf_temperature_hourly"),
 ]}
 HELD_OUT = ("co2", "sunspots", "airline", "elnino", "taylor")
-PRETRAIN_REAL = tuple(n for n in REAL if n not in HELD_OUT)
+#: Records of the held-out series: every sampling of them (another frequency, package or column) stays out of
+#: pre-training.
+HELD_OUT_RECORDS = frozenset(REAL[n].record for n in HELD_OUT)
+#: Candidates for the pre-training corpus; ``training.build_corpus`` keeps those long enough for one context of
+#: two patches plus the longest horizon (the release manifest lists the ones used).
+PRETRAIN_REAL = tuple(n for n in REAL if REAL[n].record not in HELD_OUT_RECORDS)
 
 
 @lru_cache(maxsize=64)

@@ -225,3 +225,112 @@ def test_forecast_entry_micro(tmp_path):
     short = _csv(tmp_path, "date,value\n" + "\n".join(f"2020-01-{d:02d},{d}" for d in range(1, 29)))
     with pytest.raises(ParamError, match="too short"):
         forecast({"csv_path": str(short), "horizon": 16, "few_shot": False, "baselines": []})
+
+
+# ----------------------------------------------------------------------------- held-out series stay out of pre-training
+
+
+def _max_lagged_corr(a: np.ndarray, b: np.ndarray, min_overlap: int = 60) -> float:
+    """Largest Pearson correlation of a[i] with b[i + lag] over every lag with at least ``min_overlap`` pairs."""
+    from scipy.signal import correlate
+
+    na, nb = len(a), len(b)
+    if min(na, nb) < min_overlap:
+        return -1.0
+    sab = correlate(b, a, mode="full", method="fft")  # entry j: Σ_i a[i] b[i + lag], lag = j − (na − 1)
+    lags = np.arange(-(na - 1), nb)
+    lo, hi = np.maximum(0, -lags), np.minimum(na, nb - lags)
+    n = hi - lo
+    keep = n >= min_overlap
+    lags, lo, hi, n, sab = lags[keep], lo[keep], hi[keep], n[keep], sab[keep]
+
+    def sums(y, i, j):
+        c, c2 = np.concatenate([[0.0], np.cumsum(y)]), np.concatenate([[0.0], np.cumsum(y * y)])
+        return c[j] - c[i], c2[j] - c2[i]
+
+    sa, sa2 = sums(a, lo, hi)
+    sb, sb2 = sums(b, lo + lags, hi + lags)
+    va, vb = sa2 - sa ** 2 / n, sb2 - sb ** 2 / n
+    r = (sab - sa * sb / n) / np.sqrt(np.maximum(va * vb, 1e-300))
+    r[(va < 1e-9 * n) | (vb < 1e-9 * n)] = 0.0
+    return float(r.max())
+
+
+def _resamplings(y: np.ndarray):
+    """The series and its block means over 2 … 52 steps (hourly → daily, monthly → yearly, …), several phases."""
+    for k in (1, 2, 3, 4, 7, 12, 24, 48, 52):
+        for phase in range(0, k, max(1, k // 4)):
+            n = (len(y) - phase) // k
+            if n >= 60:
+                yield y[phase:phase + n * k].reshape(n, k).mean(1)
+
+
+def _same_record(a: np.ndarray, b: np.ndarray) -> float:
+    """How strongly two series look like samplings of the same measurements: the best lagged correlation of their
+    first differences after aggregating either one (unrelated bundled series stay below 0.9)."""
+    best = max(_max_lagged_corr(np.diff(x), np.diff(b)) for x in _resamplings(a))
+    return max(best, max(_max_lagged_corr(np.diff(a), np.diff(x)) for x in _resamplings(b)))
+
+
+def test_no_held_out_record_in_the_pretraining_corpus():
+    """The zero-shot claim needs held-out series never seen in pre-training, in any sampling: statsmodels'
+    yearly sunspots (annual means of the held-out monthly series) were once in the corpus."""
+    corpus = training.build_corpus(12, training.config_for("tiny"), 0, real=True)
+    assert corpus.real, "no bundled real series available (statsmodels / pmdarima / vega_datasets)"
+    held = {n: data.load_real(n) for n in data.HELD_OUT}
+    for name, y in corpus.real.items():
+        assert name not in data.HELD_OUT and data.REAL[name].record not in data.HELD_OUT_RECORDS, name
+        for h, yh in held.items():
+            r = _same_record(yh, np.asarray(y, float))
+            assert r < 0.97, f"pre-training series {name!r} looks like a resampling of held-out {h!r} (r = {r:.3f})"
+    assert "sunspots_yearly" not in data.PRETRAIN_REAL
+    # the detector finds the leak it guards against: yearly sunspots are the monthly series' annual means
+    assert _same_record(held["sunspots"], data.load_real("sunspots_yearly")) > 0.99
+
+
+def test_sampler_redraws_constant_contexts():
+    cfg = training.config_for("micro")
+    n = 3 * (cfg.context + max(cfg.horizons))
+    rng = np.random.default_rng(0)
+    synth = np.stack([np.zeros(n), rng.standard_normal(n)]).astype(np.float32)  # one series without variation
+    corpus = training.Corpus(synth, np.array([4, 2]), {})
+    x, v, fut = training.sample_batch(corpus, cfg, 64, np.random.default_rng(1))
+    assert x.shape == (64, cfg.context) and not training.flat_contexts(x, v).any()
+    assert training.flat_contexts(torch.zeros(2, 8), torch.ones(2, 8, dtype=torch.bool)).all()
+
+
+def test_auto_ets_fits_half_hourly_demand():
+    """AutoETS on the held-out half-hourly demand (values ~30,000, m = 48) once picked a damped trend with
+    α = β = 1 after its seasonal fits failed on the raw scale (MASE 8.1, seasonal naive 0.99); it now fits the
+    standardised, STL-adjusted series and drops non-converged fits."""
+    from engines.rose.experiment import heldout_origins
+
+    y = data.load_real("taylor")
+    H, m = 96, 48
+    mase = []
+    for t in heldout_origins(len(y), H):
+        mean, lo, hi = baselines.STATISTICAL["auto_ets"](y[:t], H, m)
+        assert mean.shape == (H,) and np.all(lo <= mean) and np.all(mean <= hi)
+        mase.append(np.mean(np.abs(y[t:t + H] - mean)) / baselines.mase_scale(y[:t], m))
+    assert np.mean(mase) < 1.5, mase
+    # an affine change of units changes the forecast by the same map (fits on the standardised series)
+    a = baselines.STATISTICAL["auto_ets"](y[:3000], 24, m)[0]
+    b = baselines.STATISTICAL["auto_ets"](1e-3 * y[:3000] + 7.0, 24, m)[0]
+    assert np.allclose(1e-3 * a + 7.0, b, rtol=1e-4, atol=1e-6)
+
+
+def test_rebuild_drops_the_superseded_model(tmp_path, monkeypatch):
+    import json
+
+    from engines.rose import release as rose_release
+
+    monkeypatch.setenv("PAPERLAB_RELEASE_DIR", str(tmp_path))
+    arts = {k: {"label": k, "bytes": 10, "metrics": {}} for k in ("rose/tiny-old", "rose/tiny-new", "zoo/clip/x")}
+    (tmp_path / "RELEASE.json").write_text(json.dumps({"version": 1, "bytes": 30, "artifacts": arts}))
+    for k in arts:
+        (tmp_path / k).mkdir(parents=True)
+    (tmp_path / "rose" / "tiny-orphan").mkdir()
+    assert rose_release._drop_superseded("tiny-new") == ["rose/tiny-old", "rose/tiny-orphan"]
+    rel = json.loads((tmp_path / "RELEASE.json").read_text())
+    assert sorted(rel["artifacts"]) == ["rose/tiny-new", "zoo/clip/x"] and rel["bytes"] == 20
+    assert sorted(p.name for p in (tmp_path / "rose").iterdir()) == ["tiny-new"] and (tmp_path / "zoo/clip/x").is_dir()
