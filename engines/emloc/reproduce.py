@@ -20,6 +20,20 @@ SWEEP_EPISODES = 50
 BASELINES = ("full", "truncation", "uniform", "random", "pyramid", "one_shot", "snapkv", "streamingllm", "knorm")
 
 
+GAP_BUCKETS = ("1-4", "5-8", "9-16", "17-32", ">32", "never")
+
+
+def _gaps(ep) -> list[str]:
+    """For each query: how many demonstrations back its class was last shown, as a bucket of GAP_BUCKETS."""
+    out = []
+    for c in ep.query_labels:
+        seen = np.flatnonzero(ep.demo_labels == c)
+        d = ep.n_shots - int(seen.max()) if len(seen) else None
+        out.append("never" if d is None else "1-4" if d <= 4 else "5-8" if d <= 8 else "9-16" if d <= 16
+                   else "17-32" if d <= 32 else ">32")
+    return out
+
+
 def _pct(x: float) -> str:
     return f"{100 * x:.1f}%"
 
@@ -63,6 +77,7 @@ def main():
               "≤ 1e-6; 0", f"max error {err:.1e}; identical {same:.1e}", err <= 1e-6 and same <= 1e-12)
     # the benchmark ------------------------------------------------------------------------------------------
     rows, per_layer, js_chunks, answers_ok, lat, bytes_err, peak = {}, {}, [], True, {}, 0.0, {}
+    gaps: dict[int, dict[str, list]] = {}  # shots -> gap bucket -> full-context hits (how far back the model reads)
     press_budget_err = 0  # tokens between a press's per-layer memory and EMLoC's budget (its int() rounding: ≤ 1)
     for n in SHOTS:
         acc = {}
@@ -73,6 +88,8 @@ def main():
             for v, x in r["variants"].items():
                 acc.setdefault(v, []).append(x)
             per_layer.setdefault(n, []).append(r["variants"]["emloc"]["per_layer"])
+            for g, hit in zip(_gaps(ep), np.array(r["variants"]["full"]["pred"]) == ep.query_labels):
+                gaps.setdefault(n, {}).setdefault(g, []).append(bool(hit))
             js_chunks += [c["js"] for c in r["chunks"]]
             answers_ok &= r["answers_kept"]
             if "latency_s" in r:
@@ -157,6 +174,11 @@ def main():
                      "; ".join(f"{BASELINE_LABELS[v].split(' (')[0]} {_pct(r[v]['accuracy'])} at "
                                f"{_pct(r[v]['retained'])}" for v in KVPRESS)
                      + f" (EMLoC {_pct(r['emloc']['accuracy'])}, full {_pct(r['full']['accuracy'])})")
+    for n in SHOTS:
+        rep.reported(f"The shipped model at {n} shots: full-context accuracy by how many demonstrations back the "
+                     "query's class was last shown", "many-shot ICL reads the whole context",
+                     "; ".join(f"{b}: {_pct(np.mean(gaps[n][b]))} (n={len(gaps[n][b])})" for b in GAP_BUCKETS
+                               if b in gaps[n]))
     val = rec.get("val_accuracy_full_context", {})
     rep.reported("The shipped model: full-context accuracy on validation episodes by shot count", "—",
                  ", ".join(f"{k} shots {_pct(v)}" for k, v in val.items()))
