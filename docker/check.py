@@ -529,12 +529,14 @@ def compose_check(d: str) -> None:
 
 def kill_mid_job(d: str, c, workers: list[str]) -> None:
     wait_idle(d, workers)  # a late log line of the load test must not pick the wrong victim (seen twice)
-    before = {w: received(d, w) for w in workers}
+    before = {w: running(d, w) for w in workers}  # empty after wait_idle; kept so a stuck id is never chosen
     job = c.submit(*LONG, api_name="/kl_bandits_run")
     t = time.monotonic()
     victim = None
     while victim is None:
-        victim = next((w for w in workers if received(d, w) > before[w]), None)
+        # the victim is the worker running a task id it was not running before: chosen by the task it holds,
+        # not by how many "received" lines its log has (a late line of the load test picked the wrong one)
+        victim = next((w for w in workers if running(d, w) - before[w]), None)
         if time.monotonic() - t > 60:
             raise CheckFailed("no worker received the long job within 60 s")
         time.sleep(0.5)
