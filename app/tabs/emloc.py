@@ -127,7 +127,8 @@ def build() -> None:
             cmp_plot = gr.Plot(c, label="EMLoC vs full vs baselines", elem_id="emloc_compare")
             with gr.Row():
                 qtable = gr.Dataframe(_query_rows(ex) if ex else None, headers=["variant", "answer", "right?"],
-                                      interactive=False, label="The first query, answered by each memory",
+                                      interactive=False, wrap=True, column_widths=["60%", "25%", "15%"],
+                                      label="The first query, answered by each memory",
                                       elem_id="emloc_query")
                 with gr.Column():
                     layer = gr.Slider(0, 3, value=0, step=1, label="Token strip: layer")

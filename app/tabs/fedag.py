@@ -174,7 +174,7 @@ def build() -> None:
                                  elem_id="fedag_samples")
             plot = gr.Plot(label="Accuracy per round", show_label=False, elem_id="fedag_curves")
             table = gr.Dataframe(headers=TABLE_HEADERS, interactive=False, label="In- and out-of-domain accuracy",
-                                 elem_id="fedag_table")
+                                 wrap=True, elem_id="fedag_table")
             with gr.Row():
                 qplot = gr.Plot(label="Quality scores of synthetic samples", show_label=False, elem_id="fedag_quality")
                 heat = gr.Plot(label="Mean attention per test domain and adapter", show_label=False,

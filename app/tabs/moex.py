@@ -207,12 +207,13 @@ def build() -> None:
                                  info="e.g. 'white knight on f3', 'black queen on', 'castle', 'pinned', 'check'")
             search_btn = gr.Button("Search", elem_id="moex_search")
         search_status = gr.Markdown(elem_id="moex_search_status", label="search status")
-        search_table = gr.Dataframe(headers=SEARCH_HEADERS, interactive=False, elem_id="moex_search_table", label="neurons matching the feature")
+        search_table = gr.Dataframe(headers=SEARCH_HEADERS, interactive=False, wrap=True, elem_id="moex_search_table",
+                                    label="neurons matching the feature")
     with gr.Accordion("Variants: coverage, reconstruction and validation loss", open=False):
         gr.Markdown("Shipped models (seed 0, held-out games). Coverage: mean over board features of the best "
                     "single-unit F1; reconstruction: F1 of boards rebuilt from the active units' labels. Train "
                     "more variants and seeds below (a background job, minutes per model on a CPU).")
-        variants_table = gr.Dataframe(shipped_variant_rows(), headers=VARIANT_HEADERS, interactive=False,
+        variants_table = gr.Dataframe(shipped_variant_rows(), headers=VARIANT_HEADERS, interactive=False, wrap=True,
                                       elem_id="moex_variants", label="variants: coverage, reconstruction, validation loss")
         with gr.Row():
             grid_variants = gr.CheckboxGroup(VARIANT_CHOICES, value=["dense_gelu", "topk_gelu", "moex"],
