@@ -77,6 +77,7 @@ class Settings(BaseSettings):
 
     # Paper-scale model ids or local paths (empty = tiny in-project default).
     llm_model: str = ""
+    dpsdp_problems: str = ""  # a JSONL file of {"problem", "answer"} rows for DPSDP's LoRA job (engines/dpsdp/lora.py)
     vlm_model: str = ""  # a Qwen2-VL checkpoint for EMLoC's paper-scale path (engines/emloc/qwen2vl.py)
     clip_model: str = ""
     diffusion_model: str = ""
