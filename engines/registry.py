@@ -77,6 +77,8 @@ METHODS: list[MethodSpec] = [
             "tree": Entry("engines.dpsdp.experiment:tree", "engines.dpsdp.params:TreeParams"),
             "evaluate": Entry("engines.dpsdp.experiment:evaluate", "engines.dpsdp.params:EvaluateParams"),
             "train": Entry("engines.dpsdp.experiment:train", "engines.dpsdp.params:TrainParams"),
+            "chat": Entry("engines.dpsdp.chat:transcript", "engines.dpsdp.llm_params:ChatParams"),
+            "lora": Entry("engines.dpsdp.lora:lora_train", "engines.dpsdp.llm_params:LoraParams", queue="gpu"),
         },
         claims=(
             Claim("DPSDP: majority over 5 turns beats its first answer by ≥ 3 points (paper +5.0: 58.2 → 63.2, MATH500)", _repro("dpsdp")),

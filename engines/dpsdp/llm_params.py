@@ -14,7 +14,7 @@ LLM_LABEL = "SmolLM2-135M (prompted)"
 
 
 class ChatParams(Params):
-    problem: str = Field(WORD_EXAMPLE, min_length=1, max_length=600,
+    problem: str = Field(WORD_EXAMPLE, max_length=600,
                          description="a word problem with a whole-number answer (or a+b-c)")
     expected: str = Field("", max_length=20, description="its right answer, a whole number (optional: built-in and "
                                                          "a+b-c problems know theirs)")

@@ -8,7 +8,8 @@ import re
 
 
 API_NAMES: dict[str, set[str]] = {
-    "dpsdp": {"dpsdp_refine", "dpsdp_random", "dpsdp_evaluate", "dpsdp_tree", "dpsdp_train", "dpsdp_stop"},
+    "dpsdp": {"dpsdp_refine", "dpsdp_random", "dpsdp_evaluate", "dpsdp_tree", "dpsdp_train", "dpsdp_lora",
+              "dpsdp_stop"},
 
     "zapformat": {"zapformat_step", "zapformat_generate", "zapformat_benchmark", "zapformat_stop",
                   "zapformat_example"},

@@ -101,6 +101,9 @@ CASES: dict[str, Case] = {
     "dpsdp:tree": Case({}, quick=True, bounded="one problem's tree (4 × 4 × 4 samples): < 1 s"),
     "dpsdp:evaluate": Case({"n_problems": 2000, "turns": 8}),
     "dpsdp:train": Case({"preset": "full"}),  # the test profile's "full" is the quick recipe (minutes)
+    # SmolLM2 (converted from its GGUF file on first use: ~1 min) prompted as actor and critic; LoRA DPSDP job.
+    "dpsdp:chat": Case({"turns": 8, "max_new_tokens": 512}, after=0.05, cancel_by_s=300),
+    "dpsdp:lora": Case({"n_problems": 20, "k": 4, "m": 4, "steps": 100}, after=0.05, cancel_by_s=300),
     "pde_staggered:train": Case({}),
     "pde_staggered:rollout": Case({}),
     # With the surrogates trained (the train case covers cancelling that), rotate is two short rollouts per
