@@ -15,6 +15,7 @@ def chat_figure(res: dict):
     for t in turns:
         label = "∅" if t["empty"] else ("?" if t["final"] is None else str(t["final"]))
         axes[0].text(t["turn"], 0.5, label, ha="center", va="center", rotation=90, fontsize=8, color="white")
+    axes[0].set_xticks([t["turn"] for t in turns])
     axes[0].set(xlabel="turn", yticks=[], title="actor answers (green right, red wrong, grey unknown/unparsable)")
     axes[0].title.set_fontsize(9)
     votes = res["votes"]
@@ -35,6 +36,7 @@ def lora_figure(rec: dict):
     c = rec["dpo"]["curve"]
     steps = [r["step"] for r in c]
     ax.plot(steps, [r["loss"] for r in c], marker="o", color="#c0392b", label="DPO loss (batch)")
+    ax.set_xticks(steps if len(steps) <= 12 else steps[::max(1, len(steps) // 10)])
     ax.axhline(rec["dpo"]["log2"], ls=":", color="#7f8c8d", label="log 2 (π = π_ref)")
     ax2 = ax.twinx()
     ax2.plot(steps, [r["margin"] for r in c], marker=".", color="#2c3e50", label="reward margin")

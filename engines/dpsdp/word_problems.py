@@ -155,6 +155,7 @@ _NUM = r"(?:(?<![\w)\]]\s)(?<![\w)\]])-)?\$?\d[\d,]*(?:\.\d+)?"  # a minus after
 _MARKED = re.compile(r"(?:answer\s*(?:is)?\s*[:=]?|####)\s*\**\s*(" + _NUM + ")", re.I)
 _BOXED = re.compile(r"\\boxed\{([^{}]*)\}")
 _ANY = re.compile(_NUM)
+_LIST_MARK = re.compile(r"^\s*\d+[.)](?=\s|$)", re.M)
 _VERDICT = re.compile(r"\b(incorrect|correct|wrong|right)\b", re.I)
 
 
@@ -183,7 +184,7 @@ def parse_answer(text: str) -> tuple[int | float | None, str]:
     marked = _MARKED.findall(text)
     if marked:
         return _number(marked[-1]), "marked"
-    nums = _ANY.findall(text)
+    nums = _ANY.findall(_LIST_MARK.sub(" ", text))  # "4." opening a list item is not an answer
     if nums:
         return _number(nums[-1]), "last number"
     return None, "unparsable"

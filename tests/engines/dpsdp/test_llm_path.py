@@ -25,6 +25,8 @@ from tests.engines.dpsdp.tiny_chat import tiny_llama, tiny_policy
     ("20-12 is 8", 8, "last number"),  # a minus after a number is an operator, not a sign
     ("It costs $40.", 40, "last number"),
     ("She has 2.5 kg", 2.5, "last number"),
+    ("1. 23 people\n2. 40 - 23 = 17 seats\n3.", 17, "last number"),  # list markers are not answers
+    ("Steps:\n1. think\n2.", None, "unparsable"),
     ("", None, "unparsable"),
     ("I do not know.", None, "unparsable"),
 ])
