@@ -70,7 +70,7 @@ METHODS: list[MethodSpec] = [
         title="Multi-agent reflection (DPSDP)",
         paper=Paper("Reinforce LLM Reasoning through Multi-Agent Reflection", "Yurun Yuan, Tengyang Xie", arxiv="2506.08379"),
         summary="An actor LLM answers, a critic LLM critiques, and the actor refines, over several turns. DPSDP trains both with direct preference learning on self-generated data whose targets come from dynamic programming over the refinement tree.",
-        try_it="Pose an arithmetic problem, run actor and critic for several refinement rounds and read the transcript with its majority vote.",
+        try_it="Pose an arithmetic problem (or a word problem for SmolLM2-135M), run actor and critic for several refinement rounds and read the transcript with its majority vote.",
         status="available",
         entries={
             "transcript": Entry("engines.dpsdp.experiment:transcript", "engines.dpsdp.params:RefineParams"),
