@@ -30,8 +30,9 @@ class Reply:
 class ChatPolicy:
     """One chat model in one role: the prompt's token ids through its chat template, and batched sampling."""
 
-    def __init__(self, model, tok, max_new_tokens: int = 160):
+    def __init__(self, model, tok, max_new_tokens: int = 160, max_rows: int = 32):
         self.model, self.tok, self.max_new_tokens = model, tok, max_new_tokens
+        self.max_rows = max_rows  # sequences per generate call (bounds the KV cache of a large tree level)
         self.eos = tok.eos_token_id
         self.pad = tok.pad_token_id if tok.pad_token_id is not None else self.eos
 
@@ -41,26 +42,30 @@ class ChatPolicy:
 
     def reply(self, conversations: list[list[dict]], temperature: float = 0.0, seed: int = 0, n: int = 1,
               cancelled: Callable[[], bool] | None = None) -> list[list[Reply]]:
-        """``n`` replies per conversation (left-padded batch; greedy at temperature 0)."""
+        """``n`` replies per conversation (left-padded batches of ≤ ``max_rows``; greedy at temperature 0)."""
         import torch
 
         from engines.common.context import cancellable_generate
 
         prompts = [self.prompt_ids(c) for c in conversations for _ in range(n)]  # row i * n + j
-        width = max(len(p) for p in prompts)
         dev = next(self.model.parameters()).device
-        ids = torch.tensor([[self.pad] * (width - len(p)) + p for p in prompts], device=dev)
-        mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts], device=dev)
         kw = dict(do_sample=temperature > 0, max_new_tokens=self.max_new_tokens, pad_token_id=self.pad)
         if temperature > 0:
             kw.update(temperature=temperature, top_k=0, top_p=1.0)
         torch.manual_seed(seed)
-        out = cancellable_generate(self.model, cancelled, input_ids=ids, attention_mask=mask, **kw)
+        gens: list[list[int]] = []
+        for s in range(0, len(prompts), self.max_rows):
+            part = prompts[s:s + self.max_rows]
+            width = max(len(p) for p in part)
+            ids = torch.tensor([[self.pad] * (width - len(p)) + p for p in part], device=dev)
+            mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in part], device=dev)
+            out = cancellable_generate(self.model, cancelled, input_ids=ids, attention_mask=mask, **kw)
+            gens += [row[width:].tolist() for row in out]
         res: list[list[Reply]] = []
         for i in range(len(conversations)):
             row = []
             for j in range(n):
-                gen = out[i * n + j, width:].tolist()
+                gen = gens[i * n + j]
                 if self.eos in gen:
                     gen = gen[:gen.index(self.eos) + 1]
                 row.append(Reply(self.tok.decode(gen, skip_special_tokens=True).strip(), gen))

@@ -56,8 +56,10 @@ def sample_chat_tree(actor, critic, problems: list[wp.WordProblem], k: int, m: i
             raise JobCancelled("stopped")
         xs = [problems[n].text for n in sl]
         ans = actor.reply([wp.actor_messages(x) for x in xs], temperature, seed + 3 * i, k, cancelled)
+        progress((sl.start + 0.1 * len(sl)) / N, f"problems {sl.start + 1}-{sl.stop}/{N}: {k} first answers each")
         fbs = critic.reply([wp.critic_messages(x, a.text) for x, row in zip(xs, ans) for a in row], temperature,
                            seed + 3 * i + 1, k, cancelled)
+        progress((sl.start + 0.3 * len(sl)) / N, f"problems {sl.start + 1}-{sl.stop}/{N}: {k} feedbacks per answer")
         refs = actor.reply([wp.refine_messages(x, a.text, f.text) for j, (x, row) in enumerate(zip(xs, ans))
                             for b, a in enumerate(row) for f in fbs[j * k + b]], temperature, seed + 3 * i + 2, m,
                            cancelled)

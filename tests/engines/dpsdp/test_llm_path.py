@@ -125,6 +125,8 @@ def test_chat_policy_left_padded_batch_equals_single_prompts():
     assert all(len(r[0].ids) <= 6 for r in batch)
     assert pol.prompt_ids(convs[0])[-len("assistant\n"):] == pol.tok("assistant\n")["input_ids"]  # chat template
     assert len(pol.reply(convs[:1], 1.0, 0, n=3)[0]) == 3
+    pol.max_rows = 1  # a level larger than one generate call is split, with the same greedy replies
+    assert [r[0].ids for r in pol.reply(convs, 0.0, 0)] == [r[0].ids for r in batch]
 
 
 def _scripted_tree():
