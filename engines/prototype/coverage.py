@@ -5,8 +5,11 @@ synonym, an operation word, an attribute name, a macro phrase — is never "unsu
 
 * common design vocabulary for settings and parts a parametric model may lack (``UNSUPPORTED``: colour,
   material, texture, corner rounding, wall thickness, moving parts, …);
-* an **added part** the product does not have: "add a cup holder", "attach a tray to the seat" — the object
-  of add / attach / fit / install / include, when its head noun is not in the interface. Inside a
+* an **added part** the product does not have: "add a cup holder", "attach a tray to the seat", "could the
+  stool get a back to lean on?" — the object of add / attach / fit / install / include / get a, or a clause that
+  is only a noun phrase ("… and a USB port in the base"), when its head noun is not in the interface. A word of
+  the common vocabulary compounded with a part the product has and edited ("a thicker seat cushion") is that
+  part, not a missing one. Inside a
   multi-clause instruction the whole instruction is then refused (the compiler refuses a program holding an
   ``unsupported`` operation), so nothing half-done reaches the model.
 """
@@ -21,7 +24,8 @@ UNSUPPORTED: dict[str, tuple[str, ...]] = {
                        "black", "white", "pink", "purple", "grey", "gray", "brown", "beige", "orange", "golden"),
     "material setting": ("material", "materials", "wood", "wooden", "oak", "walnut", "metal", "metallic", "steel",
                          "aluminium", "aluminum", "brass", "chrome", "glass", "plastic", "ceramic", "porcelain",
-                         "leather", "fabric", "velvet", "marble", "concrete", "bamboo", "rattan", "cork", "stone"),
+                         "leather", "fabric", "velvet", "marble", "concrete", "bamboo", "rattan", "cork", "stone",
+                         "rubber", "rubberised", "rubberized", "silicone", "non-slip"),
     "texture or pattern setting": ("texture", "textured", "ribbed", "ribs", "ridges", "ridged", "grooved", "grooves",
                                    "pattern", "patterned", "striped", "stripes", "knurled", "engraved", "engraving",
                                    "logo", "embossed", "matte", "glossy", "shiny", "finish"),
@@ -43,13 +47,34 @@ UNSUPPORTED: dict[str, tuple[str, ...]] = {
 }
 COUNT_WORDS = r"(?:second|another|extra|additional|2nd|a pair of|two|three|four|five|six|\d+)"
 
-ADD_VERB = re.compile(r"\b(?:add|adding|attach|attaching|fit|install|include|integrate|mount)\b\s+")
+ADD_VERB = re.compile(r"\b(?:add|adding|attach|attaching|fit|install|include|integrate|mount|get(?= an? ))\b\s+")
 # what may follow the verb without naming a part: a number or an amount ("add 2 cm", "add more curve")
-NOT_A_PART = re.compile(r"(?:\d|an? (?:bit|little|touch|lot|tad)\b|more\b|less\b|some (?:more|extra)\b|extra\b|"
+NOT_A_PART = re.compile(r"(?:\d|an? (?:(?:tiny |wee |teeny )?bit|little|touch|lot|tad|smidge|hair|(?:good|great) deal)\b|"
+                        r"more\b|less\b|some (?:more|extra)\b|extra\b|"
                         r"another \d|(?:one|two|three|four|five|half|a quarter)\b)")
 END_OF_PART = re.compile(r"\s+(?:to|on|onto|in|into|at|under|underneath|below|above|for|between|around|along|"
                          r"beside|near|with|so|that|which)\b|$")
 ARTICLES = re.compile(r"^(?:an?|the|some|its|it|them|a pair of|pair of)\s+")
+
+
+# A clause that is only a noun phrase with an indefinite article ("… and a USB port in the base", "a non-slip
+# rubber foot") asks for that thing to be there; what may open it besides the article.
+BARE_LEAD = re.compile(r"^(?:and |plus |with |also )?")
+
+
+def bare_part(clause: str) -> str | None:
+    """The thing a bare noun-phrase clause asks for ("a usb port in the base" → "usb port"), or None. The
+    caller checks that the clause holds no comparative, amount or operation word (then it is an edit: "a
+    longer neck", "a 350 ml mug")."""
+    body = clause[BARE_LEAD.match(clause).end():]
+    m = re.match(r"(?:an?|some) ", body)
+    if not m or NOT_A_PART.match(body):  # "a little wider", "some more curve": an amount, not a thing
+        return None
+    rest = body[m.end():]
+    if not rest or NOT_A_PART.match(rest):
+        return None
+    part = rest[:END_OF_PART.search(rest).start()].strip()
+    return part or None
 
 
 def added_part(clause: str) -> str | None:
@@ -58,6 +83,8 @@ def added_part(clause: str) -> str | None:
     if not m:
         return None
     rest = clause[m.end():]
+    if NOT_A_PART.match(rest):  # "get a bit taller", "add a touch more curve": an amount, not a part
+        return None
     rest = ARTICLES.sub("", rest)
     if not rest or NOT_A_PART.match(rest):
         return None

@@ -16,19 +16,40 @@ DIMENSION_WORDS = {"high": ("height", "size"), "tall": ("height", "size"), "heig
                    "wall": ("wall",), "walls": ("wall",), "legs": ("count",), "legged": ("count",),
                    "reach": ("reach",), "diameter": ("thickness", "radius"), "long": ("height", "size"),
                    "length": ("height", "size"), "longer": ("height", "size"), "stretch": ("height", "size"),
-                   "lengthen": ("height", "size"), "up": ("height",), "down": ("height",)}
+                   "lengthen": ("height", "size"), "up": ("height",), "down": ("height",),
+                   "across": ("width", "radius", "thickness")}
+# Measures taken across a round part are its diameter: half of it is the radius ("38 cm across", "Ø 30 cm").
+DIAMETER = re.compile(r"\b(?:diameter|across)\b")
+# A comparative adjective names the dimension it compares ("legs 10% slimmer": their thickness; "a fatter
+# body": its radius), in the order a part's own attributes are tried. Used when no operation word of the
+# interface said which attribute.
+COMPARATIVE_OF = {w: ("height",) for w in ("taller", "shorter", "higher", "lower")}
+COMPARATIVE_OF.update({w: ("width", "radius", "thickness") for w in (
+    "wider", "narrower", "broader", "slimmer", "skinnier", "fatter")})
+COMPARATIVE_OF.update({w: ("thickness", "wall") for w in ("thicker", "thinner", "chunkier", "beefier")})
+COMPARATIVE_OF.update({"deeper": ("depth",), "shallower": ("depth",), "longer": ("height", "size"),
+                       "roomier": ("radius", "width")})
+# A word whose direction is the opposite of the attribute's growth: "more upright" = less tilt (or splay).
+REVERSED = {"upright": ("tilt", "splay")}
+# A bare particle of vertical motion said of a part ("seat up a little", "bring the seat down two inches")
+# moves its height, whatever the derived spec's clusters linked the particle to — unless it is the particle of
+# a verb of size or shape ("pare down the pole", "blow up the body", "bulk up the top", "sit up the back").
+VERTICAL = re.compile(r"(?<![\w-])(up|down)(?![\w-])")
+SIZE_PHRASAL = {"pare", "slim", "thin", "bulk", "beef", "blow", "scale", "size", "tone", "puff", "plump", "fatten",
+                "fill", "open", "close", "sit", "water", "wind", "narrow", "thicken"}
 # Multi-word attribute names ("the handle should stick out 3 cm": its reach).
 DIMENSION_PHRASES = {"stick out": ("reach",), "sticks out": ("reach",), "sticking out": ("reach",)}
 WIDTH_OF = {w: ("width", "radius") for w in ("wide", "wider", "widen", "narrow", "narrower", "broad", "broader",
                                              "slim", "slimmer", "open", "flared", "tighter", "opening")}
 # Words that name an overall dimension of the whole product.
 OVERALL = re.compile(r"\b(overall|whole|entire|in total|total|altogether|all in all|outside dimensions?|"
-                     r"footprint)\b")
+                     r"footprint|floor space)\b")
 # A measurement's span names its dimension (and its words are no component: "front to back" is no backrest).
 SPANS = {"height": r"\b(?:from )?(?:the )?(?:table|floor|ground) to (?:the )?top\b|\btop to bottom\b",
          "depth": r"\b(?:from )?front to (?:the )?back\b|\bback to front\b", "width": r"\bside to side\b"}
 OVERALL_DIM = {"height": r"\b(tall|taller|tallest|high|higher|height|short|shorter|low|lower|raise|lift|drop|"
                          r"from (?:the )?(?:table|floor|ground))\b",
-               "width": r"\b(wide|wider|width|narrow|narrower|broad|broader|slim|slimmer|footprint)\b",
+               "width": r"\b(wide|wider|widen|width|narrow|narrower|broad|broader|broaden|slim|slimmer|footprint|"
+                        r"floor space)\b",
                "depth": r"\b(deep|deeper|depth|shallow|shallower)\b",
                "capacity": r"\b(capacity|volume|hold|holds|holding|amount|ml|litres?|liters?|millilitres?)\b"}

@@ -10,23 +10,13 @@ import re
 from .precision import NUMBER, UNITS, WORD_NUMBERS, Quantity, quantity  # noqa: F401  (re-exported)
 from .coverage import COUNT_WORDS, UNSUPPORTED  # noqa: F401  (re-exported)
 from .scope import KEEP, KEEP_LEAD, is_keep  # noqa: F401  (re-exported)
-
-MAGNITUDES = ("slight", "moderate", "large")
-
-# Qualitative degree words ("semantic precision" gap). Longest phrases first when matching.
-HEDGES: dict[str, tuple[str, ...]] = {
-    "slight": ("just a bit", "a little bit", "a little", "a bit", "a touch", "a tad", "slightly", "a hair",
-               "marginally", "somewhat", "a smidge", "barely", "a little more", "subtly", "mildly"),
-    "large": ("a lot", "a great deal", "much", "way", "far", "significantly", "considerably", "dramatically",
-              "substantially", "drastically", "massively", "hugely", "really", "very", "lots"),
-    "moderate": ("noticeably", "moderately", "quite", "fairly", "reasonably", "clearly"),
-}
+from .intensity import HEDGES, MAGNITUDES, magnitude  # noqa: F401  (re-exported)
 
 POSITIVE = ("more", "increase", "increased", "raise", "raised", "bigger", "larger", "taller", "higher", "longer",
             "wider", "thicker", "deeper", "grow", "extend", "enlarge", "boost", "lift", "up", "add", "heavier",
             "broader", "greater", "expand", "stretch", "lengthen", "widen", "thicken", "heighten", "bulkier",
             "fatter", "chunkier", "beefier", "stronger", "sturdier", "bolder", "deepen", "broaden", "further",
-            "farther")
+            "farther", "roomier")
 NEGATIVE = ("less", "decrease", "decreased", "reduce", "reduced", "lower", "lowered", "smaller", "shorter",
             "narrower", "thinner", "shallower", "shrink", "cut", "trim", "down", "slimmer", "remove", "lighter",
             "tighter", "skinnier", "shorten", "narrow", "thin", "slim", "lessen", "minimise", "minimize",
@@ -48,7 +38,8 @@ def normalise(text: str) -> str:
 
 
 # A separable phrasal verb whose particle carries the meaning: "bring the seat in" (narrower).
-PHRASAL = [(re.compile(r"\bbring (the [\w' ]{1,30}?) in\b"), r"narrow \1")]
+PHRASAL = [(re.compile(r"\bbring (the [\w' ]{1,30}?) in\b"), r"narrow \1"),
+           (re.compile(r"\btake (the [\w' ]{1,30}?) off\b"), r"take off \1")]  # "take the footrest off": removal
 
 
 def clauses(text: str) -> list[str]:
@@ -75,16 +66,6 @@ def find_phrase(text: str, phrases) -> tuple[str, int] | None:
         if m and (best is None or len(ph) > len(best[0])):
             best = (ph, m.start())
     return best
-
-
-def magnitude(clause: str) -> tuple[str, str | None]:
-    """The qualitative degree of a clause and the hedge that said it (default: moderate, no hedge)."""
-    best = None
-    for mag, words in HEDGES.items():
-        hit = find_phrase(clause, words)
-        if hit and (best is None or len(hit[0]) > len(best[1])):
-            best = (mag, hit[0])
-    return best if best else ("moderate", None)
 
 
 def polarity(clause: str) -> str | None:

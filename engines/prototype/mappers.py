@@ -17,7 +17,9 @@ import numpy as np
 
 from . import coverage
 from . import language as L
-from .dimensions import DIMENSION_PHRASES, DIMENSION_WORDS, OVERALL, OVERALL_DIM, SPANS, WIDTH_OF
+from . import scope
+from .dimensions import (COMPARATIVE_OF, DIAMETER, DIMENSION_PHRASES, DIMENSION_WORDS, OVERALL, OVERALL_DIM, REVERSED,
+                         SIZE_PHRASAL, SPANS, VERTICAL, WIDTH_OF)
 from .domains import get_domain
 from .interface import AddOp, Adjust, KeepOp, MacroOp, RemoveOp, ScaleOp, SetOp, UnsupportedOp, derived_attrs, settings_listing
 
@@ -150,6 +152,38 @@ class InterfaceMapper:
         anywhere = {pid for options in said for pid, a in self.attrs.items() if a["attribute"] in options}
         return anywhere.pop() if len(anywhere) == 1 else None
 
+    def _attribute_by_words(self, cl: str, comp: str | None) -> tuple[str, str] | None:
+        """(pid, dir) from the shared dimension vocabulary, for a clause no operation word of the interface
+        resolved: a phrase naming an attribute ("stick out further" → reach), a word whose direction is
+        reversed ("more upright" → less tilt), or a comparative naming its dimension ("a fatter body" → its
+        radius, "legs 10% slimmer" → their thickness)."""
+        if comp is None:
+            return None
+        names = {a["attribute"]: pid for pid, a in self.attrs.items() if a["component"] == comp}
+        pol = L.polarity(cl)
+        for ph, opts in DIMENSION_PHRASES.items():
+            if _word_in(ph, cl) and (pid := next((names[a] for a in opts if a in names), None)):
+                return pid, pol or "+"
+        for w, opts in REVERSED.items():
+            if _word_in(w, cl) and (pid := next((names[a] for a in opts if a in names), None)):
+                return pid, "+" if re.search(r"\b(less|not as)\b", cl) else "-"
+        for w in re.findall(r"[a-z]+", cl):
+            if w in COMPARATIVE_OF and (pid := next((names[a] for a in COMPARATIVE_OF[w] if a in names), None)):
+                return pid, L.polarity(w) or pol or "+"
+        return None
+
+    def _vertical(self, cl: str, comp: str | None, op) -> tuple[str, str, str] | None:
+        """"seat up a little", "bring the seat down two inches": a bare up / down said of a part that has a
+        height moves its height (a derived spec may have linked the particle to another attribute)."""
+        m = VERTICAL.search(cl)
+        if comp is None or m is None or (op and op[2] not in ("up", "down")):
+            return None
+        before = re.findall(r"[a-z]+", cl[:m.start()])
+        if before and before[-1] in SIZE_PHRASAL:
+            return None
+        pid = next((p for p, a in self.attrs.items() if a["component"] == comp and a["attribute"] == "height"), None)
+        return (pid, "+" if m.group(1) == "up" else "-", m.group(1)) if pid else None
+
     # -- what the model cannot express, overall dimensions, keep targets
     def _covered(self, phrase: str) -> bool:
         """Does the interface's own vocabulary say this (a component name, an operation word, an attribute
@@ -161,9 +195,10 @@ class InterfaceMapper:
 
     def _unsupported(self, cl: str) -> str | None:
         """A setting or part this product's model does not have, named in the clause ("wings", "colour")."""
+        edited = L.polarity(cl) is not None or L.quantity(cl) is not None
         for what, words in coverage.UNSUPPORTED.items():
             for w in words:
-                if _word_in(w, cl) and not self._covered(w):
+                if _word_in(w, cl) and not self._covered(w) and not (edited and self._compound_of_part(w, cl)):
                     return what
         for s, c in self._components(cl):
             m = re.search(r"(?<![\w])" + coverage.COUNT_WORDS + r"\s+" + re.escape(s) + r"(?![\w])", cl)
@@ -172,7 +207,17 @@ class InterfaceMapper:
         part = coverage.added_part(cl)
         if part and not self._covered(part.split()[-1]) and not self._near_component(part):
             return part  # "add a cup holder": a part this product does not have
+        part = coverage.bare_part(cl)
+        if part and not edited and not self._operation(cl, None) and not self._macro_lexical(cl) \
+                and not self._covered(part.split()[-1]) and not any(_word_in(n, part) for n in self.product_names) \
+                and not self._near_component(part):
+            return part  # "… and a USB port in the base": a noun phrase alone asks for the thing
         return None
+
+    def _compound_of_part(self, word: str, cl: str) -> bool:
+        """Is the word the head of a compound with a part the product has ("seat cushion", "seat padding")? Said
+        with an edit ("a thicker seat cushion"), the compound is that part."""
+        return any(_word_in(f"{s} {word}", cl) for s, _ in self.syn if not self._is_product(s))
 
     def _near_component(self, phrase: str, tau: float = 0.7) -> bool:
         """Is an unlisted part name close in meaning to one of the product's components ("arms" ~ armrests)?"""
@@ -229,8 +274,9 @@ class InterfaceMapper:
         if q.unit and q.unit != unit:
             out.warnings.append(f"“{cl}”: {target} is measured in {unit}, not {q.unit}")
             return None
-        half = 0.5 if target.endswith("radius") and re.search(r"\bdiameter\b", cl) else 1.0  # "Ø 30 cm" → r 15
+        half = 0.5 if target.endswith("radius") and DIAMETER.search(cl) else 1.0  # "30 cm across" → r 15
         if q.relative:
+            d = q.dir or d  # "take 5 mm off": the amount's own direction
             d = ("-" if d == "+" else "+") if q.sign == "-" and d else (q.sign or d or "+")
             u = q.unit or (unit if unit in ("cm", "deg", "ml") else None)
             return Adjust(target=target, dir=d, amount=q.value * half, unit=u, said=cl)
@@ -306,7 +352,8 @@ class InterfaceMapper:
         product = [h for h in comps if self._is_product(h[0])]  # "the chair" is the product, not its seat
         comps = [h for h in comps if not self._is_product(h[0])]
         if not comps and context.get("ahead") and not L.is_keep(cl) and not self._macro_lexical(cl) \
-                and not OVERALL.search(cl) and not re.search(r"\b(it|them|they)\b", cl):
+                and not OVERALL.search(cl) and not re.search(r"\b(it|them|they)\b", cl) \
+                and not self._noun_attribute(cl, None):  # "thicker walls and a slimmer handle": the walls
             comps = [("", context["ahead"])]  # "a longer, narrower neck": the adjective's noun comes later
         if context.get("keeping") and not L.is_keep(cl) and L.polarity(cl) is None and not L.quantity(cl) \
                 and not self._operation(cl, None) and not self._macro_lexical(cl) and comps:
@@ -328,6 +375,9 @@ class InterfaceMapper:
                 comps = product  # nothing else names a part: the product's name stands for its main part
         else:
             context["keeping"] = True
+            if scope.keeps_the_rest(cl):  # "leave everything else as it is": nothing edited may be kept
+                out.trace.append(f"“{cl}” → keep the rest (only the named edits change anything)")
+                return
             targets = self._keep_targets(cl, comps, context)
             if targets:
                 for t in targets:
@@ -360,6 +410,12 @@ class InterfaceMapper:
         if self._presence(cl, comp, out):
             return
         op = self._operation(cl, comp)
+        if comp and (v := self._vertical(cl, comp, op)) and not self._noun_attribute(cl, comp):
+            op = v  # "seat up a little": the seat's height, not a word the clusters gave to its thickness
+        if comp and op and op[0] != "?" and any(_word_in(ph, cl) for ph in DIMENSION_PHRASES):
+            byw = self._attribute_by_words(cl, comp)
+            if byw and byw[0] != op[0]:
+                op = (byw[0], byw[1], "")  # "make the handle stick out further": its reach, not its size
         noun = self._noun_attribute(cl, comp if comps else None)
         if noun and (op is None or op[0] != noun) and (op or L.polarity(cl) or L.quantity(cl)) \
                 and not (op and op[0] == "?"):
@@ -399,6 +455,11 @@ class InterfaceMapper:
                 return
         if q is not None:
             pid = op[0] if op else self._named_attribute(cl, comp)
+            if pid is None and (byw := self._attribute_by_words(cl, comp)):
+                pid = byw[0]  # "legs: 10% slimmer": their thickness
+            if pid is None and not q.relative and q.unit == "cm":
+                pid = next((p for p, a in self.attrs.items() if a["component"] == comp and a["attribute"] == "height"),
+                           None)  # "seat to 48 cm": a length said of a part without an attribute is how high it is
             if pid is None:
                 out.warnings.append(f"“{cl}”: which attribute of the {comp} should be {q.raw_value:g}?")
                 return
@@ -412,7 +473,8 @@ class InterfaceMapper:
             return
         mag = L.magnitude(cl)[0]
         if op is None:
-            e = self._embed_operation(cl, comp)
+            byw = self._attribute_by_words(cl, comp)
+            e = byw or self._embed_operation(cl, comp)
             if e is None:
                 pol = L.polarity(cl)
                 pid = self._named_attribute(cl, comp)
@@ -424,7 +486,7 @@ class InterfaceMapper:
                     out.trace.append(f"“{cl}” → no such setting")
                     return
                 e = (pid, pol)
-            op = (e[0], L.polarity(cl) or e[1], "")
+            op = (e[0], e[1] if byw else (L.polarity(cl) or e[1]), "")  # "more upright": less tilt
         if self.attrs[op[0]]["kind"] == "bool":
             out.ops.append((AddOp if op[1] == "+" else RemoveOp)(target=comp, said=cl))
             return
@@ -453,8 +515,14 @@ class InterfaceMapper:
         out, context = Mapping(), {}
         cls = L.clauses(text)
         for i, cl in enumerate(cls):
-            nxt = self._components(cls[i + 1]) if i + 1 < len(cls) else []
-            context["ahead"] = nxt[0][1] if nxt and not L.is_keep(cls[i + 1]) else None
+            context["ahead"] = None
+            for later in cls[i + 1:]:  # "lower, wider, slightly deeper seat": the list's noun comes at its end
+                if L.is_keep(later):
+                    break
+                nxt = self._components(later)
+                if nxt:
+                    context["ahead"] = nxt[0][1]
+                    break
             context["joined"] = i > 0
             self.clause(cl, out, context)
         seen, ops = {}, []

@@ -6,9 +6,9 @@ A clause's quantity is one of
   direction the clause gives ("by 20%", "a fifth taller");
 * a **number with a unit** — signed, in cm / mm / in / m, degrees, ml / cl / l; written in digits or words
   ("minus one centimetre", "a quarter of an inch", "a half-litre bottle");
-* and, for a number, whether it is a **target** ("to 50 cm", "50 cm tall", "a thickness of 4 cm") or a
-  **change** ("by 5 cm", "5 cm taller", "an extra 1.5 cm", "+1 cm", "add 2 cm to", "raise it 6 cm",
-  "down 3 mm").
+* and, for a number, whether it is a **target** ("to 50 cm", "50 cm tall", "a thickness of 4 cm", "down to
+  zero") or a **change** ("by 5 cm", "5 cm taller", "an extra 1.5 cm", "+1 cm", "seat depth: +2 cm", "add 2 cm
+  to", "raise it 6 cm", "down 3 mm", "take 5 mm off" — a decrease).
 
 Nothing here knows a product; the interface decides which attribute the quantity applies to.
 """
@@ -57,6 +57,9 @@ TARGET_AFTER = re.compile(r"\s*(?:tall|high|long|wide|thick|deep|across|in (?:di
                           r"in total|overall)\b")
 CHANGE_BEFORE = re.compile(r"\b(?:by|an? extra|another|an additional|additional)\s*(?:" + HEDGE + r"\s*)?$")
 CHANGE_AFTER = re.compile(r"\s*(?:\w+\s+)?(?:" + COMPARATIVE + r"|extra)\b")
+# "take 5 mm off the seat", "trim 3 cm off the depth": an amount taken off is a decrease — but "20 cm off the
+# ground / floor" is where something sits (a target).
+OFF = re.compile(r"\s*off\b(?!\s+(?:of\s+)?(?:the\s+)?(?:ground|floor|table|desk|deck)\b)")
 CHANGE_VERB = re.compile(r"\b(?:add|adding|raise|raising|lower|lowering|lift|drop|move|stretch|extend|lengthen|"
                          r"shorten|increase|decrease|reduce|grow|shrink|deepen|widen|narrow|thicken|bump|"
                          r"up|down)\b")
@@ -71,6 +74,7 @@ class Quantity:
     factor: float | None = None  # multiplicative target: new = old × factor ("twice as tall", "halve", "to 80%")
     change: float | None = None  # multiplicative change whose direction the clause gives ("by 20%", "a fifth taller")
     sign: str | None = None  # an explicit sign written before a relative number ("by -5 cm", "+1 cm", "minus 1 cm")
+    dir: str | None = None  # a direction the quantity's own words give ("5 mm off" → "-")
 
     @property
     def ratio(self) -> bool:
@@ -137,7 +141,9 @@ def _ratio(clause: str) -> Quantity | None:
 
 def is_change(before: str, after: str, signed: bool) -> bool:
     """Is the number between ``before`` and ``after`` a change (True) or a target (False)?"""
-    if CHANGE_BEFORE.search(before) or CHANGE_AFTER.match(after):
+    if CHANGE_BEFORE.search(before) or CHANGE_AFTER.match(after) or OFF.match(after):
+        return True
+    if signed and re.search(r"[:=]\s*$", before):  # a note "seat depth: +2 cm" lists a signed change
         return True
     if TARGET_BEFORE.search(before) or TARGET_AFTER.match(after):
         return False
@@ -154,6 +160,8 @@ def quantity(clause: str) -> Quantity | None:
         if r is not None:
             return r
     if not m:
+        if re.search(r"\bzero\b", clause):  # "take the cap height down to zero": a target of 0, no unit said
+            return Quantity(0.0, None, 0.0, False)
         for w, n in WORD_NUMBERS.items():
             if n >= 2 and re.search(rf"\b{w}\b", clause):
                 return Quantity(float(n), None, float(n), False)
@@ -162,5 +170,6 @@ def quantity(clause: str) -> Quantity | None:
     x = float(m.group(2)) * (-1 if neg else 1)
     unit, scale = UNITS.get(m.group(3) or "", (None, 1.0))
     if is_change(t[:m.start()], t[m.end():], bool(m.group(1))):
-        return Quantity(abs(x) * scale, unit, x, True, sign="-" if neg else ("+" if m.group(1) == "+" else None))
+        return Quantity(abs(x) * scale, unit, x, True, sign="-" if neg else ("+" if m.group(1) == "+" else None),
+                        dir="-" if OFF.match(t[m.end():]) else None)
     return Quantity(x * scale, unit, x, False)

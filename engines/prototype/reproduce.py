@@ -278,7 +278,7 @@ def refresh_fresh_section() -> None:
                        f"{time.perf_counter() - t0:.0f} s (this section only; a full `make reproduce METHOD=prototype` "
                        "adds these rows to the claims table above).", "", *table, "", body, FRESH_END])
     path = RESULTS_DIR / "prototype.md"
-    text = path.read_text(encoding="utf-8")
+    text = _drop_unmarked(path.read_text(encoding="utf-8"), f"## {DEV_TITLE}\n", FRESH_BEGIN)
     if FRESH_BEGIN in text:
         text = text[:text.index(FRESH_BEGIN)].rstrip() + "\n\n" + block + text[text.index(FRESH_END) + len(FRESH_END):]
     else:
@@ -287,36 +287,66 @@ def refresh_fresh_section() -> None:
     print(f"wrote {path}")
 
 
+def _drop_unmarked(text: str, head: str, begin: str) -> str:
+    """Remove a section a full run wrote without section markers (``head`` up to the next section or marker), so
+    that a section-only refresh does not leave the old copy beside the new one."""
+    i = 0
+    while (i := text.find(head, i)) != -1:
+        if text[:i].rstrip().endswith(begin):  # the marked copy: keep it
+            i += len(head)
+            continue
+        nxt = [j for j in (text.find("\n## ", i + len(head)), text.find("\n<!-- ", i + len(head))) if j != -1]
+        j = min(nxt) if nxt else len(text)
+        text = text[:i] + text[j:].lstrip("\n")
+    return text
+
+
 # ----------------------------------------------------------------------------- issue 30: the held-out sets
 
 # Held-out sets in the order they were written. The newest one with a recorded first run carries issue 30's
 # claims; an older one is reported as a *former* held-out set (its first run stays on the page, but failures
 # seen on it were fixed afterwards, so it is no longer held-out).
-HELDOUT_SETS = ("heldout", "heldout2")
-HELDOUT_TITLES = {
-    "heldout": "Former held-out set (issue 30's first held-out set; no longer held-out)",
+HELDOUT_SETS = ("heldout", "heldout2", "heldout3")
+SET_NUMBER = {"heldout": 1, "heldout2": 2, "heldout3": 3}
+# A set's heading while it carries the claims (or awaits its first run), and once it is a former held-out set.
+CLAIM_TITLES = {
+    "heldout": "Held-out designer-phrasing set (issue 30; frozen before its first run)",
     "heldout2": "Held-out designer-phrasing set 2 (issue 30; frozen before its first run)",
+    "heldout3": "Held-out designer-phrasing set 3 (issue 30; frozen before its first run)",
 }
-# Headings an older page used for a set's section (so that a section-only refresh replaces it).
-OLD_TITLES = {"heldout": "Held-out designer-phrasing set (issue 30; frozen before its first run)"}
+FORMER_TITLES = {
+    "heldout": "Former held-out set (issue 30's first held-out set; no longer held-out)",
+    "heldout2": "Former held-out set 2 (issue 30's second held-out set; no longer held-out)",
+    "heldout3": "Former held-out set 3 (issue 30's third held-out set; no longer held-out)",
+}
 # Label errors found in a held-out set after its first run (a wrong expectation, not a parser failure): each
 # one is listed here and printed on the results page; the first run's outcomes are re-judged with the
 # corrected label. A parser failure is never listed here: it stays a failure of the first run.
-LABEL_FIXES: dict[str, list[dict]] = {"heldout": [], "heldout2": []}  # {"text": …, "was": …, "now": …, "why": …}
+LABEL_FIXES: dict[str, list[dict]] = {"heldout": [], "heldout2": [], "heldout3": []}  # {"text", "was", "now", "why"}
 # Attempts at a first run that produced no figure (what stopped them; the parser was not changed after them).
 ABORTED_ATTEMPTS = {"heldout": [
     "2026-12-02 15:09 UTC: the harness stopped at the default mapper's exception on “reduce the cap height by "
     "200%” (it built a scale operation with factor −1, which the typed program rejects: pydantic ValidationError) "
     "before any mapper's figures were printed or recorded. The harness (`fresh.run`) now records a mapper "
     "exception as that row's failure — not a refusal — and the rerun, with the parser unchanged, is the first run.",
-], "heldout2": []}
+], "heldout2": [], "heldout3": []}
 # What happened to a former held-out set after its first run.
 AFTERWARDS = {"heldout": (
     "Its first run (below) was the claim until the second held-out set was written. The parser failures seen at "
     "that first run were then fixed (quantities read as targets instead of changes, dropped signs, numbers in "
     "words, diameters, keep clauses, the product's own name, an unsupported clause inside a multi-clause "
     "instruction), so the set is **no longer held-out**: its current figures are development figures. The "
-    "second set was written and frozen before those fixes.")}
+    "second set was written and frozen before those fixes."),
+    "heldout2": (
+    "Its first run (below) was the claim until the third held-out set had its first run. The parser failures seen "
+    "at that first run were then fixed (amounts taken off — “take 5 mm off” —, a signed change after a colon, "
+    "“zero”, “across” as a diameter, comparatives naming their dimension, up / down of a part, “widen” and "
+    "“floor space” as overall width, negated changes with “any”, “without … taking up”, “with the same”, "
+    "“everything else”, an added part without an add verb, “get a …”, materials, a part's compound — “seat "
+    "cushion” —, the separated particle of “take the footrest off”, the hedges “a good deal” / “a tiny bit”, an "
+    "adjective list's noun at its end, a bare length on a part as its height), so the set is **no longer "
+    "held-out**: its current figures are development figures. The third set was written and frozen before "
+    "those fixes.")}
 
 
 def _heldout_record_path(name: str = "heldout"):
@@ -325,7 +355,16 @@ def _heldout_record_path(name: str = "heldout"):
     return DATA / f"{name}_first_run.json"
 
 
-def heldout_first_run(name: str = "heldout2") -> None:
+def _recorded(name: str) -> bool:
+    return _heldout_record_path(name).exists()
+
+
+def _next_unrun() -> str | None:
+    """The oldest held-out set whose first run is not yet recorded (what ``heldout-first-run`` runs)."""
+    return next((n for n in HELDOUT_SETS if not _recorded(n)), None)
+
+
+def heldout_first_run(name: str | None = None) -> None:
     """``python -m engines.prototype.reproduce heldout-first-run [SET] [--no-page]``: the one and only first run
     of every mapper on a frozen held-out set. It records each row's raw outcome (refused, message, changed
     parameters) in ``data/<SET>_first_run.json`` with the set's sha256 and the code's commit; the results page
@@ -336,6 +375,9 @@ def heldout_first_run(name: str = "heldout2") -> None:
     from . import fresh
     from .encoder import get_encoder
 
+    name = name or _next_unrun()
+    if name is None:
+        raise SystemExit("every held-out set has had its first run; a new figure needs a new set, frozen first")
     path = _heldout_record_path(name)
     if path.exists():
         raise SystemExit(f"{path} exists: the {name} set has had its first run (the claim stays that run's)")
@@ -401,7 +443,18 @@ def _kind_table(runs: list[dict], kinds: list[str], n_by_kind: dict) -> list[str
 
 
 def _claimed_set() -> str:
-    return HELDOUT_SETS[-1]
+    """The newest held-out set whose first run is recorded carries issue 30's claims (the newest set while none
+    is recorded); an older set is a former held-out set, a newer one awaits its first run."""
+    recorded = [n for n in HELDOUT_SETS if _recorded(n)]
+    return recorded[-1] if recorded else HELDOUT_SETS[-1]
+
+
+def _is_former(name: str) -> bool:
+    return HELDOUT_SETS.index(name) < HELDOUT_SETS.index(_claimed_set())
+
+
+def heldout_title(name: str) -> str:
+    return FORMER_TITLES[name] if _is_former(name) else CLAIM_TITLES[name]
 
 
 def heldout_section(rep: Report, enc, name: str | None = None) -> dict:
@@ -413,13 +466,14 @@ def heldout_section(rep: Report, enc, name: str | None = None) -> dict:
 
     name = name or _claimed_set()
     claimed = name == _claimed_set()
-    title = HELDOUT_TITLES[name]
+    title = heldout_title(name)
+    k = SET_NUMBER[name]
     begin, end = f"<!-- {name}-set:begin -->", f"<!-- {name}-set:end -->"
-    claim_acc = ("Issue 30, held-out designer-phrasing set 2 (written after the first held-out set's failures were "
-                 "seen and before they were fixed, frozen before its first run): the default setup (interface + "
-                 "MiniLM, derived spec) does the right thing on ≥ 85% (direction, locality and refusal judged "
-                 "automatically), at the first run")
-    claim_ref = ("Issue 30, held-out set 2: refusals are 100% right on impossible and unsupported requests (model "
+    claim_acc = (f"Issue 30, held-out designer-phrasing set {k} (written after the previous held-out set's first "
+                 "run and before its failures were fixed, frozen before its first run): the default setup "
+                 "(interface + MiniLM, derived spec) does the right thing on ≥ 85% (direction, locality and refusal "
+                 "judged automatically), at the first run")
+    claim_ref = (f"Issue 30, held-out set {k}: refusals are 100% right on impossible and unsupported requests (model "
                  "unchanged, message shown), and nothing expressible is refused, at the first run")
     if not _heldout_record_path(name).exists():
         why = f"no first run recorded (python -m engines.prototype.reproduce heldout-first-run {name})"
@@ -464,10 +518,11 @@ def heldout_section(rep: Report, enc, name: str | None = None) -> dict:
              f"`engines/prototype/data/{name}_first_run.json`, each row's raw outcome) is judged with the same judge "
              "as the development set (`engines/prototype/fresh.py`: direction and the stated amount, locality, "
              "refusal)." + (" **It carries issue 30's claims.**" if claimed else ""), ""]
-    if not claimed:
+    if _is_former(name):
         lines += [AFTERWARDS[name], ""]
     lines += [*([f"Aborted attempt, {a}" for a in ABORTED_ATTEMPTS[name]] + [""] if ABORTED_ATTEMPTS[name] else []),
-              "### First run" + (" (the claim)" if claimed else " (no longer held-out afterwards)"), "",
+              "### First run" + (" (the claim)" if claimed else " (no longer held-out afterwards)" if _is_former(name)
+                                 else ""), "",
               *_kind_table(first, kinds, default["n_by_kind"]), "", "### Label fixes after the first run", ""]
     if LABEL_FIXES[name]:
         lines += [f"- “{f['text']}”: expected {f['was']} → {f['now']} — {f['why']}" for f in LABEL_FIXES[name]]
@@ -506,9 +561,9 @@ def _splice(text: str, name: str, block: str) -> str:
     begin, end = f"<!-- {name}-set:begin -->", f"<!-- {name}-set:end -->"
     if begin in text:
         return text[:text.index(begin)] + block + text[text.index(end) + len(end):]
-    for title in (HELDOUT_TITLES[name], OLD_TITLES.get(name)):
-        head = f"## {title}\n" if title else None
-        if head and head in text:
+    for title in (heldout_title(name), CLAIM_TITLES[name], FORMER_TITLES[name]):
+        head = f"## {title}\n"
+        if head in text:
             i = text.index(head)
             nxt = [j for j in (text.find("\n## ", i + len(head)), text.find(FRESH_BEGIN, i)) if j != -1]
             j = min(nxt) if nxt else len(text)
@@ -535,7 +590,7 @@ def refresh_heldout_sections() -> None:
         table = ["| claim | paper | ours | result |", "|---|---|---|---|"] + [
             f"| {r.claim} | {r.paper} | {r.ours} | {r.verdict} |" for r in rep.rows]
         body = rep.sections[-1]
-        head = f"## {HELDOUT_TITLES[name]}"
+        head = f"## {heldout_title(name)}"
         begin, end = f"<!-- {name}-set:begin -->", f"<!-- {name}-set:end -->"
         inner = body[len(begin):body.rindex(end)].strip().replace(head, "", 1).strip()
         block = "\n".join([begin, head, "", f"Measured by `python -m engines.prototype.reproduce heldout` on "
@@ -552,14 +607,15 @@ def refresh_heldout_sections() -> None:
 
 
 def _insert_before_former(text: str, block: str) -> str:
-    """The claimed set's section goes first among the held-out sections."""
-    for name in HELDOUT_SETS[:-1]:
-        for title in (HELDOUT_TITLES[name], OLD_TITLES.get(name)):
-            for anchor in (f"<!-- {name}-set:begin -->", f"## {title}\n" if title else None):
-                if anchor and anchor in text:
-                    i = text.index(anchor)
-                    return text[:i] + block + "\n\n" + text[i:]
-    return _splice(text, _claimed_set(), block)
+    """The claimed set's section goes first among the held-out sections (before the first other set's section
+    on the page)."""
+    claimed = _claimed_set()
+    found = [text.index(a) for n in HELDOUT_SETS if n != claimed
+             for a in (f"<!-- {n}-set:begin -->", f"## {CLAIM_TITLES[n]}\n", f"## {FORMER_TITLES[n]}\n") if a in text]
+    if found:
+        i = min(found)
+        return text[:i] + block + "\n\n" + text[i:]
+    return _splice(text, claimed, block)
 
 
 if __name__ == "__main__":
@@ -572,7 +628,7 @@ if __name__ == "__main__":
         refresh_heldout_sections()
     elif cmd[:1] == ["heldout-first-run"]:
         names = [c for c in cmd[1:] if not c.startswith("--")]
-        heldout_first_run(*(names[:1] or [_claimed_set()]))
+        heldout_first_run(*(names[:1] or [None]))
         if "--no-page" not in cmd:  # then regenerate the held-out sections of the page (section-only)
             refresh_heldout_sections()
     else:

@@ -3,8 +3,13 @@
 A keep clause names a component, a parameter or an overall dimension that the compiler must hold (by solving
 for other parameters, or by refusing with the reason). Designers say it in many ways: "keep the seat",
 "leave the base and the stem alone", "same overall depth", "hold the capacity constant", "while the overall
-height stays put", "… that still holds the same amount", and as a negated change: "don't let the chair get
-any taller overall", "no wider than now".
+height stays put", "… that still holds the same amount", "a wider bottle with the same capacity", as a
+negated change: "don't let the chair get any taller overall", "don't make the chair any deeper", "no wider
+than now", and as a gerund after "without": "without the stool taking up more floor space".
+
+"Leave everything else as it is" keeps *the rest* — what the instruction does not edit. The compiler changes
+only the named parameters and their constraint dependents anyway, so such a clause adds no constraint (it
+must not keep the part the same instruction edits).
 """
 from __future__ import annotations
 
@@ -12,18 +17,29 @@ import re
 
 COMPARATIVES = (r"(?:taller|higher|shorter|lower|wider|broader|narrower|deeper|shallower|thicker|thinner|bigger|"
                 r"larger|smaller|longer)")
-# "don't let the chair get any taller", "not any wider", "no deeper than now"
-NEGATED_CHANGE = (r"don'?t let|do not let|never let|without letting|not (?:get |become |be )?any " + COMPARATIVES
+# "don't let the chair get any taller", "don't make it any deeper", "not any wider", "no deeper than now":
+# "any" before a comparative only occurs under a negation (or a question), so it marks the negated change.
+NEGATED_CHANGE = (r"don'?t let|do not let|never let|without letting|any " + COMPARATIVES
                   + r"|no " + COMPARATIVES + r" than")
+# "without" + a gerund: "without touching the seat", "without the stool taking up more floor space"
+WITHOUT_GERUND = r"without (?:[\w']+ ){0,3}?[a-z]+ing\b"
 KEEP = re.compile(r"\b(keep|keeping|leave|leaving|don'?t (?:touch|change|alter|modify)|do not (?:touch|change|alter|modify)|"
-                  r"without (?:touching|changing|altering)|preserve|preserving|maintain|maintaining|hold on to|"
+                  r"" + WITHOUT_GERUND + r"|preserve|preserving|maintain|maintaining|hold on to|"
                   r"as (?:it )?is|unchanged|untouched|constant|fixed|alone|same as before|the same|same|"
                   r"where (?:it|they) (?:is|are)|stays?|stay put|" + NEGATED_CHANGE + r")\b")
 # Where a keep scope starts inside a clause: the clause is split there ("a slimmer bottle that still holds the
-# same amount" → "a slimmer bottle" + "that still holds the same amount").
-KEEP_LEAD = re.compile(r"\b(without (?:touching|changing)|keep|keeping|leave|don'?t (?:touch|change|let)|"
-                       r"do not (?:touch|change|let)|(?:that|which|yet) still)\b")
+# same amount" → "a slimmer bottle" + "that still holds the same amount"; "a wider bottle with the same
+# capacity" → "a wider bottle" + "with the same capacity").
+KEEP_LEAD = re.compile(r"\b(" + WITHOUT_GERUND + r"|keep|keeping|leave|don'?t (?:touch|change|let|make)|"
+                       r"do not (?:touch|change|let|make)|(?:that|which|yet) still|with (?:the |its |their )?same)\b")
+# The rest of the product: "leave everything else as it is", "keep all else the same".
+REST = re.compile(r"\b(?:everything|anything|all) else\b|\bthe rest\b(?! of)")
 
 
 def is_keep(clause: str) -> bool:
     return bool(KEEP.search(clause))
+
+
+def keeps_the_rest(clause: str) -> bool:
+    """Does this keep clause keep only what the instruction does not edit ("leave everything else as it is")?"""
+    return is_keep(clause) and bool(REST.search(clause))

@@ -1,7 +1,8 @@
 """Issue 30's held-out designer-phrasing sets: size, coverage, disjointness, label consistency, first-run record.
 
-``heldout`` (the first set; a development set since its first run's failures were fixed) and ``heldout2`` (written
-after that first run, frozen before the fixes; it carries the claim) are checked alike."""
+``heldout`` (the first set) and ``heldout2`` (written after that set's first run, frozen before its fixes) are
+development sets now that the failures of their first runs were fixed; ``heldout3`` (written after set 2's first
+run, frozen before its fixes) carries the claim once its first run is recorded. All are checked alike."""
 from __future__ import annotations
 
 import difflib
@@ -24,7 +25,11 @@ def _norm(t: str) -> str:
     return " ".join(re.sub(r"[^\w%°+\-.]+", " ", t.lower()).split())
 
 
-SETS = ("heldout", "heldout2")
+SETS = ("heldout", "heldout2", "heldout3")
+ROOT = fresh.DATA.parents[2]
+# The first commit of each later round's parser fixes, named by the module it added: the set written for that
+# round must have been committed alone before it.
+FIRST_FIX = {"heldout2": "engines/prototype/precision.py", "heldout3": "engines/prototype/intensity.py"}
 
 
 @pytest.fixture(scope="module", params=SETS)
@@ -84,11 +89,30 @@ def test_heldout_set_covers_the_issues_sub_kinds(rows):
         sum(r["kind"] == "impossible" for r in rows)
 
 
-def test_the_second_set_refuses_unsupported_clauses_inside_multi_clause_instructions():
-    rows = fresh.load("heldout2")
+@pytest.mark.parametrize("later", list(FIRST_FIX))
+def test_later_sets_refuse_unsupported_clauses_inside_multi_clause_instructions(later):
+    rows = fresh.load(later)
     mixed = [r for r in rows if r.get("refuse") and len(r["program"]) > 1
              and any(o["op"] == "unsupported" for o in r["program"]) and any(o["op"] != "unsupported" for o in r["program"])]
     assert {r["domain"] for r in mixed} == set(DOMAINS) and len(rows) >= 80
+
+
+def test_the_third_set_stresses_multi_clause_keep_and_look_alikes():
+    """Set 3's emphasis: multi-clause instructions, keep clauses (solved and refused), relative changes,
+    unsupported requests alone and inside multi-clause instructions, look-alikes that must not be refused."""
+    rows = fresh.load("heldout3")
+    assert len(rows) >= 100
+    by = {k: [r for r in rows if r["kind"] == k] for k in fresh.KINDS}
+    assert len(by["multi"]) >= 20 and len(by["keep"]) >= 20
+    assert sum(bool(r.get("refuse")) for r in by["keep"]) >= 5
+    uns = by["unsupported"]
+    alone = [r for r in uns if r.get("refuse") and len(r["program"]) == 1]
+    inside = [r for r in uns if r.get("refuse") and len(r["program"]) > 1]
+    lookalike = [r for r in uns if not r.get("refuse")]
+    assert len(alone) >= 10 and len(inside) >= 2 * len(DOMAINS) and len(lookalike) >= len(DOMAINS)
+    rel = [r for r in by["quantity"] if any(isinstance(e, dict) and ("delta" in e or "ratio" in e)
+                                          for e in r["expect"].values())]
+    assert len(rel) >= 0.6 * len(by["quantity"])
 
 
 def test_heldout_set_is_disjoint_from_the_development_corpus_and_the_fresh_set(rows, name):
@@ -137,27 +161,59 @@ def test_the_first_run_record_belongs_to_this_set(name):
         assert all(o["ok"] == f["ok"] or o["text"] in fixed for o, f in zip(s["rows"], run["outcomes"]))
 
 
-def test_the_newest_held_out_set_carries_the_claim_and_was_frozen_before_the_parser_fixes():
-    """The second set was committed alone, before the fixes of the first set's failures (its commit is an
-    ancestor of the first fix to ``precision.py``), and the claims are judged on it."""
+def _git(*args) -> str:
     import subprocess
 
+    return subprocess.run(["git", *args], capture_output=True, text=True, cwd=ROOT).stdout
+
+
+def _first_commit(path: str) -> str | None:
+    out = _git("log", "--diff-filter=A", "--format=%H", "--", path).split()
+    return out[-1] if out else None
+
+
+def _full_history() -> bool:
+    return _git("rev-parse", "--is-shallow-repository").strip() == "false"
+
+
+def test_the_newest_recorded_set_carries_the_claim():
     from engines.prototype import reproduce
 
-    assert reproduce._claimed_set() == "heldout2"
+    newest = "heldout3" if reproduce._recorded("heldout3") else "heldout2"
+    assert reproduce._claimed_set() == newest
+    assert all(reproduce._is_former(n) for n in SETS[:SETS.index(newest)])
 
-    def first_commit(path):
-        out = subprocess.run(["git", "log", "--diff-filter=A", "--format=%H", "--", path], capture_output=True,
-                             text=True, cwd=fresh.DATA.parents[2]).stdout.split()
-        return out[-1] if out else None
 
-    shallow = subprocess.run(["git", "rev-parse", "--is-shallow-repository"], capture_output=True, text=True,
-                             cwd=fresh.DATA.parents[2]).stdout.strip()
-    frozen, fix = first_commit("engines/prototype/data/instructions_heldout2.yaml"), \
-        first_commit("engines/prototype/precision.py")
-    if shallow != "false" or frozen is None or fix is None:
+@pytest.mark.parametrize("later", list(FIRST_FIX))
+def test_each_later_set_was_committed_alone_before_its_rounds_first_fix(later):
+    """A later set was committed alone, before the first fix of the round it measures (its commit is an ancestor
+    of the commit that added that round's first module: ``precision.py`` for set 2, ``intensity.py`` for set 3)."""
+    import subprocess
+
+    path = f"engines/prototype/data/{fresh.SETS[later]}"
+    frozen, fix = _first_commit(path), _first_commit(FIRST_FIX[later])
+    if not _full_history() or frozen is None or fix is None:
         pytest.skip("no full git history here")
-    files = subprocess.run(["git", "show", "--name-only", "--format=", frozen], capture_output=True, text=True,
-                           cwd=fresh.DATA.parents[2]).stdout.split()
-    assert files == ["engines/prototype/data/instructions_heldout2.yaml"]
-    assert subprocess.run(["git", "merge-base", "--is-ancestor", frozen, fix], cwd=fresh.DATA.parents[2]).returncode == 0
+    assert _git("show", "--name-only", "--format=", frozen).split() == [path]
+    assert subprocess.run(["git", "merge-base", "--is-ancestor", frozen, fix], cwd=ROOT).returncode == 0
+
+
+def test_no_parser_change_between_set_2s_first_run_and_set_3s_freeze():
+    """From the third round on, nothing the mappers run changed between the previous set's first-run record and
+    the new set's freeze (the second round had one such change, documented: the scale-factor refusal after set
+    1's first run, before set 2 was written)."""
+    record, frozen = _first_commit("engines/prototype/data/heldout2_first_run.json"), \
+        _first_commit("engines/prototype/data/instructions_heldout3.yaml")
+    if not _full_history() or record is None or frozen is None:
+        pytest.skip("no full git history here")
+    engine = [f"engines/prototype/{p.name}" for p in (ROOT / "engines/prototype").glob("*.py") if p.name != "reproduce.py"]
+    assert _git("rev-list", f"{record}..{frozen}", "--", *engine).split() == []
+
+
+def test_a_section_only_refresh_drops_the_unmarked_copy_a_full_run_wrote():
+    from engines.prototype import reproduce as R
+
+    head, begin = f"## {R.DEV_TITLE}\n", R.FRESH_BEGIN
+    page = f"# p\n\n<!-- x:end -->\n\n{head}\nold figures\n\n{begin}\n{head}\nnew figures\n{R.FRESH_END}\n\n## Next\n"
+    out = R._drop_unmarked(page, head, begin)
+    assert "old figures" not in out and "new figures" in out and "## Next" in out and out.count(head) == 1
