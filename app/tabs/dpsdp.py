@@ -246,8 +246,9 @@ def build() -> None:
             summary = gr.Markdown(transcript_markdown(ex) if ex else "Press **Refine**.", label="summary",
                                   elem_id="dpsdp_summary")
             table = gr.Dataframe(turn_rows(ex) if ex else None, headers=TURN_HEADERS, interactive=False,
+                                 wrap=True, column_widths=["7%", "37%", "22%", "10%", "8%", "16%"],
                                  label="Transcript", elem_id="dpsdp_transcript")
-            plot = gr.Plot(label="Answers per turn and the vote tally", elem_id="dpsdp_votes")
+            plot = gr.Plot(label="Answers per turn and the vote tally", show_label=False, elem_id="dpsdp_votes")
     with gr.Accordion("Evaluate: accuracy per turn for every variant (background job)", open=False):
         with gr.Row():
             e_n = gr.Slider(20, 2000, value=300, step=20, label="Held-out problems")
@@ -259,7 +260,7 @@ def build() -> None:
         with gr.Row():
             e_flip = gr.Plot(label="Flip rates")
             e_table = gr.Dataframe(headers=["variant", "p1@t1", "p1@tT", "m1@tT", "pass@tT", "incorrect→correct",
-                                            "correct→incorrect"], interactive=False, label="Summary")
+                                            "correct→incorrect"], interactive=False, wrap=True, label="Summary")
     with gr.Accordion("The DP value targets of one training problem (background job)", open=False):
         with gr.Row():
             t_idx = gr.Slider(0, 999, value=0, step=1, label="Training problem #")
