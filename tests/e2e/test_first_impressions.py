@@ -40,7 +40,7 @@ EXPECT = {
 }
 # tabs whose example needs trained models: the test profile's micro models are never released, so unless an
 # earlier test of the session built them the tab must say so (a banner naming the command), not stay empty
-MODEL_TABS = {"pde_staggered", "slug", "saeuron", "object_audio", "moex", "poisonedeye"}
+MODEL_TABS = {"pde_staggered", "slug", "saeuron", "object_audio", "moex", "poisonedeye", "fedag"}
 BANNER = "The worked example is not available"
 # tabs added after issue 28 whose owners have not added a worked example yet: only layout and console are checked
 NO_EXAMPLE_YET: set[str] = set()
