@@ -22,7 +22,8 @@ HEDGES: dict[str, tuple[str, ...]] = {
 }
 
 
-def _find(text: str, phrases) -> tuple[str, int] | None:
+def find_phrase(text: str, phrases) -> tuple[str, int] | None:
+    """Longest phrase of ``phrases`` occurring in ``text`` on word boundaries: (phrase, position)."""
     best = None
     for ph in phrases:
         m = re.search(r"(?<![\w])" + re.escape(ph) + r"(?![\w])", text)
@@ -35,7 +36,7 @@ def magnitude(clause: str) -> tuple[str, str | None]:
     """The qualitative degree of a clause and the hedge that said it (default: moderate, no hedge)."""
     best = None
     for mag, words in HEDGES.items():
-        hit = _find(clause, words)
+        hit = find_phrase(clause, words)
         if hit and (best is None or len(hit[0]) > len(best[1])):
             best = (mag, hit[0])
     return best if best else ("moderate", None)

@@ -10,7 +10,7 @@ import re
 from .precision import NUMBER, UNITS, WORD_NUMBERS, Quantity, quantity  # noqa: F401  (re-exported)
 from .coverage import COUNT_WORDS, UNSUPPORTED  # noqa: F401  (re-exported)
 from .scope import KEEP, KEEP_LEAD, is_keep  # noqa: F401  (re-exported)
-from .intensity import HEDGES, MAGNITUDES, magnitude  # noqa: F401  (re-exported)
+from .intensity import HEDGES, MAGNITUDES, find_phrase, magnitude  # noqa: F401  (re-exported)
 
 POSITIVE = ("more", "increase", "increased", "raise", "raised", "bigger", "larger", "taller", "higher", "longer",
             "wider", "thicker", "deeper", "grow", "extend", "enlarge", "boost", "lift", "up", "add", "heavier",
@@ -56,16 +56,6 @@ def clauses(text: str) -> list[str]:
         else:
             out.append(p)
     return [p for p in out if p and re.search(r"[a-z0-9]", p)]
-
-
-def find_phrase(text: str, phrases) -> tuple[str, int] | None:
-    """Longest phrase of ``phrases`` occurring in ``text`` on word boundaries: (phrase, position)."""
-    best = None
-    for ph in phrases:
-        m = re.search(r"(?<![\w])" + re.escape(ph) + r"(?![\w])", text)
-        if m and (best is None or len(ph) > len(best[0])):
-            best = (ph, m.start())
-    return best
 
 
 def polarity(clause: str) -> str | None:
