@@ -23,24 +23,14 @@ class ChatParams(Params):
     seed: int = Field(0, ge=0, le=2**31 - 1)
     max_new_tokens: int = Field(160, ge=16, le=512, description="longest reply of either role, in tokens")
 
-    @field_validator("problem")
+    @field_validator("problem", "expected")
     @classmethod
-    def _problem(cls, v: str) -> str:
+    def _checked(cls, v: str, info) -> str:
+        """``check_problem`` on the problem, or on the expected answer (with a stand-in problem)."""
         from .word_problems import WordProblemError, check_problem
 
         try:
-            check_problem(v)
-        except WordProblemError as e:
-            raise ValueError(str(e)) from None
-        return v.strip()
-
-    @field_validator("expected")
-    @classmethod
-    def _expected(cls, v: str) -> str:
-        from .word_problems import WordProblemError, check_problem
-
-        try:
-            check_problem("1", v)
+            check_problem(v) if info.field_name == "problem" else check_problem("1", v)
         except WordProblemError as e:
             raise ValueError(str(e)) from None
         return v.strip()
