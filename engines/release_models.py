@@ -7,7 +7,8 @@
 
 Targets: ``zoo/clip``, ``zoo/judge_object``, ``zoo/judge_style``, ``zoo/vae``, ``zoo/t2i``, ``object_audio``
 (its CLIP, base encoders, AudioLDM analogue and the dot / additive diffusion models), ``pde_staggered``
-(4 surrogate variants × 3 seeds per problem, p4m/M with pushforward); none = all, in dependency order. ``build`` trains with ``PAPERLAB_RELEASE=off`` in a fresh data directory (``--data-dir``,
+(4 surrogate variants × 3 seeds per problem, p4m/M with pushforward), ``saeuron`` (the default setting's
+two TopK SAEs and concept statistics on the zoo's text-to-image model); none = all, in dependency order. ``build`` trains with ``PAPERLAB_RELEASE=off`` in a fresh data directory (``--data-dir``,
 default a new folder under ``~/.cache/paperlab/models-build/``), so nothing comes from the release or an
 old cache; then it measures the held-out metrics, compares them with the manifest being replaced
 (``engines.common.zoo.heldout.TOLERANCE``) and publishes. Exit status 1 when a metric moved beyond its
@@ -19,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -26,7 +28,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 ZOO_ORDER = ["clip", "judge_object", "judge_style", "vae", "t2i"]
-TARGETS = [f"zoo/{n}" for n in ZOO_ORDER] + ["object_audio", "pde_staggered"]
+TARGETS = [f"zoo/{n}" for n in ZOO_ORDER] + ["object_audio", "pde_staggered", "saeuron"]
 
 
 def _say(msg: str) -> None:
@@ -218,6 +220,65 @@ def publish_pde_staggered() -> list[str]:
     return problems
 
 
+# ----------------------------------------------------------------------------- saeuron
+
+
+def build_saeuron() -> None:
+    from engines.common.context import LocalContext
+    from engines.saeuron.pipeline import build
+
+    report = _progress("saeuron")
+    build(None, LocalContext(on_progress=lambda f, m, _p=None: report(f, m)))
+
+
+def _saeuron_heldout(d: Path, p) -> dict:
+    """FVU of each SAE in ``d`` on the validation activations (new colours and seeds, never trained on)."""
+    import torch
+
+    from engines.saeuron.pipeline import KINDS, _load_tensors, acts_path, hook_of
+    from engines.saeuron.sae import TopKSae, evaluate_fvu
+
+    vt = _load_tensors(acts_path(p, "validation"))
+    out = {}
+    for kind in KINDS:
+        a = vt[hook_of(p, kind)].float()
+        with torch.no_grad():
+            out[f"{kind}_heldout_fvu"] = round(evaluate_fvu(TopKSae.load_from_disk(d / kind), a.reshape(-1, a.shape[-1])), 5)
+    return out
+
+
+def publish_saeuron() -> list[str]:
+    """Ship the default setting's SAEs and statistics, keyed by their build key (which names the t2i model)."""
+    from engines.common import release
+    from engines.common.zoo import heldout
+    from engines.saeuron.pipeline import BuildResult, build_dir, resolve_build
+
+    p = resolve_build(None)
+    d = build_dir(p)
+    if not (d / "build.json").exists():
+        _say(f"  saeuron {d.name}: not built, skipped")
+        return []
+    res = BuildResult.model_validate_json((d / "build.json").read_text())
+    old = release.manifest("saeuron", d.name)
+    m32 = _saeuron_heldout(d, p)
+    common = dict(config=p.model_dump(mode="json"), label="saeuron: TopK SAEs (style, object hooks) + concept statistics",
+                  record={"train_seconds": round(res.seconds, 1), "code": release.code_version(), "hardware": release.hardware(),
+                          "sae_steps": {s.kind: s.steps for s in res.saes}, "tokens": {s.kind: s.tokens for s in res.saes}},
+                  rebuild="make models MODELS=saeuron", extra={"curve": res.curves})
+    with tempfile.TemporaryDirectory() as tmp:  # the build record without its job-local training plot
+        src = Path(tmp) / "src"
+        shutil.copytree(d, src, ignore=shutil.ignore_patterns("*.lock", release.INSTALLED))
+        (src / "build.json").write_text(res.model_copy(update={"curve_plot": None, "cached": False}).model_dump_json())
+        release.publish("saeuron", d.name, src, metrics=m32, half=True, **common)
+        release.install("saeuron", d.name, Path(tmp) / "m")
+        m16 = _saeuron_heldout(Path(tmp) / "m", p)
+        moved = heldout.compare(m16, m32, heldout.HALF_TOLERANCE)
+        _say(f"  float32 {m32}; float16 {m16}" + (f" (moved: {moved}; shipping float32)" if moved else ""))
+        if moved:
+            release.publish("saeuron", d.name, src, metrics=m32, half=False, **common)
+    return heldout.compare(m32, old["metrics"]) if old else []
+
+
 # ----------------------------------------------------------------------------- CLI
 
 
@@ -243,12 +304,15 @@ def _build(target: str) -> None:
         build_object_audio()
     elif target == "pde_staggered":
         build_pde_staggered()
+    elif target == "saeuron":
+        build_saeuron()
 
 
 def _publish(target: str) -> list[str]:
     if target.startswith("zoo/"):
         return publish_zoo(target.split("/", 1)[1])
-    return publish_object_audio() if target == "object_audio" else publish_pde_staggered()
+    return {"object_audio": publish_object_audio, "pde_staggered": publish_pde_staggered,
+            "saeuron": publish_saeuron}[target]()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -70,10 +70,13 @@ def example() -> dict:
 
 
 def missing_build() -> str | None:
-    """Why the example cannot run yet: the SAEs and statistics are trained by a job, never on page load."""
+    """Why the example cannot run yet: the SAEs and statistics are trained by a job, never on page load
+    (the default setting's are in the model release)."""
+    from engines.common import release
     from engines.saeuron.pipeline import build_dir, resolve_build
 
-    if (build_dir(resolve_build(None)) / "build.json").exists():
+    d = build_dir(resolve_build(None))
+    if (d / "build.json").exists() or release.manifest(METHOD_ID, d.name) is not None:
         return None
     return ("the sparse autoencoders and concept statistics are not built yet (a training job). Press "
             "**Train SAE & statistics** once, then reload the page or press **Erase**.")

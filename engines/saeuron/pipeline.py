@@ -2,7 +2,9 @@
 step (cached), one TopK SAE per hook point, and the per-timestep concept statistics μ(i, t, c).
 
 Entry ``build(params, ctx)`` (a job): everything lands in ``<data_dir>/saeuron/<key>/`` where the key
-hashes the resolved parameters and the text-to-image model's cache directory.
+hashes the resolved parameters and the text-to-image model's cache key (its directory name, so the key is the
+same on every machine). The default setting ships in the model release (``release/saeuron/<key>/``):
+:func:`ensure_built` installs it, verified, instead of training.
 """
 from __future__ import annotations
 
@@ -46,9 +48,10 @@ def resolve_build(p: BuildParams | dict | None = None) -> BuildParams:
 
 
 def _t2i_dir() -> str:
+    """The text-to-image model's cache key (its config hash: the directory name, not the machine's path)."""
     from engines.common import zoo
 
-    return str(zoo.model_dir("t2i"))
+    return zoo.model_dir("t2i").name
 
 
 def build_key(p: BuildParams) -> str:
@@ -67,6 +70,17 @@ def acts_path(p: BuildParams, tag: str = "anchors") -> Path:
 
 def build_dir(p: BuildParams) -> Path:
     return get_settings().data_dir / "saeuron" / build_key(p)
+
+
+def ensure_built(p: BuildParams, ctx=None) -> bool:
+    """True when ``build_dir(p)`` holds a finished build, installing the released one for this key if the
+    release has it (verified; a damaged file raises ReleaseError naming the rebuild command). No training."""
+    from engines.common import release
+
+    d = build_dir(p)
+    if (d / "build.json").exists():
+        return True
+    return release.install("saeuron", d.name, d, getattr(ctx, "progress", None)) is not None
 
 
 def hook_of(p: BuildParams, kind: str) -> str:
@@ -167,6 +181,7 @@ class BuildResult(BaseModel):
     timesteps: int
     seconds: float
     curve_plot: str | None = None
+    curves: dict[str, list[float]] = {}  # FVU per training step, per SAE (the release records how it converged)
 
 
 def _save_tensors(path: Path, tensors: dict[str, torch.Tensor]) -> None:
@@ -189,12 +204,12 @@ def build(params: BuildParams | dict | None = None, ctx=None) -> BuildResult:
     ctx = ctx or LocalContext()
     t0 = time.perf_counter()
     d = build_dir(p)
-    d.mkdir(parents=True, exist_ok=True)
     done = d / "build.json"
-    if done.exists():
+    if ensure_built(p, ctx):
         res = BuildResult.model_validate_json(done.read_text())
         ctx.progress(1.0, "SAEs and statistics already built (cached)")
         return res.model_copy(update={"cached": True})
+    d.mkdir(parents=True, exist_ok=True)
     pipe = get_pipe(ctx=Subprogress(ctx, 0.0, 0.05))
     hooks = [hook_of(p, k) for k in KINDS]
     # 1. Anchor-prompt activations over all sampling steps (conditional branch), cached.
@@ -267,7 +282,8 @@ def build(params: BuildParams | dict | None = None, ctx=None) -> BuildResult:
     except Exception:  # plotting is a nicety
         pass
     res = BuildResult(key=build_key(p), cached=False, saes=reports, n_anchor_prompts=len(anchors),
-                      n_stats_prompts=len(val), timesteps=len(ts), seconds=time.perf_counter() - t0, curve_plot=ref)
+                      n_stats_prompts=len(val), timesteps=len(ts), seconds=time.perf_counter() - t0, curve_plot=ref,
+                      curves={k: c[:: max(1, len(c) // 400)] for k, c in curves.items()})
     done.write_text(res.model_dump_json())
     _BUNDLES.pop(build_key(p), None)
     ctx.progress(1.0, f"built in {res.seconds:.0f} s")
@@ -318,7 +334,7 @@ def load_bundle(params: BuildParams | dict | None = None, ctx=None) -> Bundle:
     if key in _BUNDLES:
         return _BUNDLES[key]
     d = build_dir(p)
-    if not (d / "build.json").exists():
+    if not ensure_built(p, ctx):
         raise NotBuilt("no SAE and concept statistics for these settings yet: press 'Train SAE & statistics' "
                        "(the saeuron 'build' job) first")
     st = _load_tensors(d / "stats.safetensors")

@@ -209,3 +209,40 @@ def test_build_with_released_sae_directory(bundle, tmp_path):
     assert [(s.num_latents, s.k) for s in res.saes] == [(2 * d_in, 3)] * 2
     r = erase({"concepts": [{"concept": "dotted", "gamma": -10}], "n_images": 1, "build": bp})
     assert r.mean_abs_change > 0
+
+
+def test_released_build_installs_without_training_and_damage_is_reported(bundle, tmp_path, monkeypatch):
+    """The model release: a shipped build key installs (verified) instead of training; the key names the
+    text-to-image model by its cache key, not by this machine's path; a damaged file names the rebuild command."""
+    import shutil
+
+    from engines.common import release
+    from engines.saeuron import pipeline as PL
+
+    p = PL.resolve_build({})
+    d = PL.build_dir(p)
+    assert "/" not in PL._t2i_dir() and PL._t2i_dir() == __import__("engines.common.zoo", fromlist=["x"]).model_dir("t2i").name
+    monkeypatch.setenv("PAPERLAB_RELEASE_DIR", str(tmp_path / "release"))
+    release.publish("saeuron", d.name, d, config={}, record={}, metrics={}, half=True, rebuild="make models MODELS=saeuron")
+    saved = tmp_path / "saved"
+    shutil.move(str(d), saved)  # a fresh clone: nothing built here
+    PL._BUNDLES.clear()
+    try:
+        b = PL.load_bundle({})
+        assert (d / "build.json").exists() and (d / release.INSTALLED).exists()
+        for k in PL.KINDS:  # float16 storage restored to float32: the weights agree to half precision
+            ref = TopKSae.load_from_disk(saved / k)
+            assert torch.allclose(b.saes[k].W_dec, ref.W_dec, atol=2e-3)
+            assert b.stats[k].mu.dtype == torch.float32 and b.stats[k].mu.shape == bundle.stats[k].mu.shape
+        assert PL.build(p).cached  # a build job finds it done
+        shutil.rmtree(d)
+        PL._BUNDLES.clear()
+        f = tmp_path / "release" / "saeuron" / d.name / "stats.safetensors"
+        f.write_bytes(f.read_bytes()[:-8])
+        with pytest.raises(release.ReleaseError, match="make models MODELS=saeuron"):
+            PL.load_bundle({})
+        assert not (d / "build.json").exists()
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+        shutil.move(str(saved), d)
+        PL._BUNDLES.clear()

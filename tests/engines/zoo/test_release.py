@@ -64,6 +64,32 @@ def test_object_audio_keys_match_the_shipped_release(default_profile):
         assert d.name in shipped, f"object_audio's cache key {d.name} is not shipped: `make models MODELS=object_audio`"
 
 
+def test_saeuron_key_matches_the_shipped_release(default_profile):
+    """The default SAeUron setting's build key (parameters + the text-to-image model's cache key) is shipped: a
+    new text-to-image model or changed defaults orphan the SAEs here, not silently on a visitor's page."""
+    from engines.saeuron.pipeline import build_dir, resolve_build
+
+    shipped = {key.split("/", 1)[1] for key in _released("saeuron")}
+    if not shipped:
+        pytest.skip("saeuron's SAEs are not in this release")
+    key = build_dir(resolve_build(None)).name
+    assert key in shipped, f"saeuron's default build key {key} is not shipped: `make models MODELS=saeuron`"
+
+
+def test_pde_staggered_tab_surrogates_are_shipped(default_profile):
+    """The four shallow-water surrogates the tab's worked example rolls out (seed 0) are in the release."""
+    from engines.pde_staggered.config import sizes
+    from engines.pde_staggered.models import VARIANTS
+    from engines.pde_staggered.training import model_path
+
+    shipped = {key.split("/", 1)[1] for key in _released("pde_staggered")}
+    if not shipped:
+        pytest.skip("pde_staggered's surrogates are not in this release")
+    for v in VARIANTS:
+        stem = model_path(v, sizes("swe"), 0, False, False).stem
+        assert stem in shipped, f"pde_staggered {v} seed 0 ({stem}) is not shipped: `make models MODELS=pde_staggered`"
+
+
 def test_test_profile_never_uses_the_release():
     assert get_settings().profile == "test"
     keys = set(release.artifacts())
