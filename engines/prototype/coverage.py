@@ -43,11 +43,16 @@ UNSUPPORTED: dict[str, tuple[str, ...]] = {
     "headrest": ("headrest", "head rest"), "spout": ("spout",), "saucer": ("saucer",), "straw": ("straw",),
     "switch": ("switch",), "cord": ("cord", "cable", "plug"), "bulb": ("bulb", "light bulb"),
     "drawer": ("drawer", "drawers"), "handle": ("handle", "handles"), "armrests": ("armrest", "armrests"),
-    "backrest": ("backrest", "back rest"), "label": ("label", "sticker"), "feet pads": ("pads", "glides"),
+    "backrest": ("backrest", "back rest"), "label": ("label", "sticker"),
+    "feet pads": ("pad", "pads", "glides", "felt pad", "felt pads", "felt"),
 }
+# Kinds of request whose words describe what a part does or looks like, never a part compounded with a part the
+# product has ("the legs fold up" asks for folding; "a thicker seat cushion" is the seat).
+NOT_A_COMPOUND = {"moving parts (swivel, folding, adjustable)", "colour setting", "texture or pattern setting"}
 COUNT_WORDS = r"(?:second|another|extra|additional|2nd|a pair of|two|three|four|five|six|\d+)"
 
-ADD_VERB = re.compile(r"\b(?:add|adding|attach|attaching|fit|install|include|integrate|mount|get(?= an? ))\b\s+")
+ADD_VERB = re.compile(r"\b(?:add|adding|attach|attaching|fit|install|include|integrate|mount|get(?= an? )|"
+                     r"give(?: (?:it|them|the [a-z]+|this [a-z]+|each [a-z]+))?(?= an? ))\b\s+")
 # what may follow the verb without naming a part: a number or an amount ("add 2 cm", "add more curve")
 NOT_A_PART = re.compile(r"(?:\d|an? (?:(?:tiny |wee |teeny )?bit|little|touch|lot|tad|smidge|hair|(?:good|great) deal)\b|"
                         r"more\b|less\b|some (?:more|extra)\b|extra\b|"

@@ -23,7 +23,7 @@ DIAMETER = re.compile(r"\b(?:diameter|across)\b")
 # A comparative adjective names the dimension it compares ("legs 10% slimmer": their thickness; "a fatter
 # body": its radius), in the order a part's own attributes are tried. Used when no operation word of the
 # interface said which attribute.
-COMPARATIVE_OF = {w: ("height",) for w in ("taller", "shorter", "higher", "lower")}
+COMPARATIVE_OF = {w: ("height", "size") for w in ("taller", "shorter", "higher", "lower", "squatter")}  # a handle's size is its height
 COMPARATIVE_OF.update({w: ("width", "radius", "thickness") for w in (
     "wider", "narrower", "broader", "slimmer", "skinnier", "fatter")})
 COMPARATIVE_OF.update({w: ("thickness", "wall") for w in ("thicker", "thinner", "chunkier", "beefier")})
@@ -39,6 +39,11 @@ SIZE_PHRASAL = {"pare", "slim", "thin", "bulk", "beef", "blow", "scale", "size",
                 "fill", "open", "close", "sit", "water", "wind", "narrow", "thicken"}
 # Multi-word attribute names ("the handle should stick out 3 cm": its reach).
 DIMENSION_PHRASES = {"stick out": ("reach",), "sticks out": ("reach",), "sticking out": ("reach",)}
+# A distance to the floor is a height ("4 cm closer to the floor", "further from the ground").
+DIMENSION_PHRASES.update({f"{w} {p} {s}": ("height",) for w, p in (("closer", "to the"), ("nearer", "to the"),
+                                                                   ("nearer", "the"), ("further", "from the"),
+                                                                   ("farther", "from the"))
+                          for s in ("floor", "ground", "table")})
 WIDTH_OF = {w: ("width", "radius") for w in ("wide", "wider", "widen", "narrow", "narrower", "broad", "broader",
                                              "slim", "slimmer", "open", "flared", "tighter", "opening")}
 # Words that name an overall dimension of the whole product.

@@ -11,21 +11,24 @@ from .precision import NUMBER, UNITS, WORD_NUMBERS, Quantity, quantity  # noqa: 
 from .coverage import COUNT_WORDS, UNSUPPORTED  # noqa: F401  (re-exported)
 from .scope import KEEP, KEEP_LEAD, is_keep  # noqa: F401  (re-exported)
 from .intensity import HEDGES, MAGNITUDES, find_phrase, magnitude  # noqa: F401  (re-exported)
+from .reference import INCLUDED, SAME_AMOUNT, same_amount  # noqa: F401  (re-exported)
 
 POSITIVE = ("more", "increase", "increased", "raise", "raised", "bigger", "larger", "taller", "higher", "longer",
             "wider", "thicker", "deeper", "grow", "extend", "enlarge", "boost", "lift", "up", "add", "heavier",
             "broader", "greater", "expand", "stretch", "lengthen", "widen", "thicken", "heighten", "bulkier",
             "fatter", "chunkier", "beefier", "stronger", "sturdier", "bolder", "deepen", "broaden", "further",
             "farther", "roomier")
+# "closer to the floor", "nearer the table": less distance; "squatter": less height
 NEGATIVE = ("less", "decrease", "decreased", "reduce", "reduced", "lower", "lowered", "smaller", "shorter",
             "narrower", "thinner", "shallower", "shrink", "cut", "trim", "down", "slimmer", "remove", "lighter",
             "tighter", "skinnier", "shorten", "narrow", "thin", "slim", "lessen", "minimise", "minimize",
-            "compact", "tone down", "fewer", "drop", "delete", "without")
+            "compact", "tone down", "fewer", "drop", "delete", "without", "closer", "nearer", "squatter", "squat")
 
 ADD = re.compile(r"\b(add|attach|give|put|include|fit|want|like|need|have|with|bring back)\b")
 REMOVE = re.compile(r"\b(remove|take off|take away|get rid of|drop|delete|lose|ditch|without|no)\b")
 
-SPLIT = re.compile(r"\s*(?:[,;!?]|:(?!\s*[-−+]?\d)|\.(?!\d)|\bbut\b|\band then\b|\band\b(?! a half)|\bwhile\b|\bplus\b|\balso\b|\bthen\b)\s*")
+SPLIT = re.compile(r"\s*(?:[,;!?]|:(?!\s*[-−+]?\d)|\.(?!\d)|\bbut\b|\band then\b|\band\b(?! a half)|\bwhile\b|\bplus\b(?!\s*\d)|\balso\b|\bthen\b|"
+                   r"(?<=\w)(?= with\b(?! (?:the |its |their )?same\b)))\s*")
 
 STOPWORDS = set("""a an the it its it's this that these those of to for on in at with by from please make
     let can could would you i we me my our be is are was were been get got give them they their there
@@ -44,9 +47,10 @@ PHRASAL = [(re.compile(r"\bbring (the [\w' ]{1,30}?) in\b"), r"narrow \1"),
 
 def clauses(text: str) -> list[str]:
     """Split an instruction into edit clauses ("taller and more reclined, keep the seat"); a trailing
-    "without touching X" / "keep X" becomes a clause of its own."""
+    "without touching X" / "keep X" becomes a clause of its own; "X included" / "including X" makes a measure
+    overall; "by the same amount" repeats the previous clause's amount."""
     out = []
-    for p in SPLIT.split(normalise(text)):
+    for p in SPLIT.split(INCLUDED.sub(" overall ", normalise(text))):
         p = p.strip()
         for pat, sub in PHRASAL:
             p = pat.sub(sub, p)
@@ -55,7 +59,7 @@ def clauses(text: str) -> list[str]:
             out += [p[:m.start()].strip(), p[m.start():].strip()]
         else:
             out.append(p)
-    return [p for p in out if p and re.search(r"[a-z0-9]", p)]
+    return same_amount([p for p in out if p and re.search(r"[a-z0-9]", p)])
 
 
 def polarity(clause: str) -> str | None:

@@ -23,6 +23,9 @@ from .dimensions import (COMPARATIVE_OF, DIAMETER, DIMENSION_PHRASES, DIMENSION_
 from .domains import get_domain
 from .interface import AddOp, Adjust, KeepOp, MacroOp, RemoveOp, ScaleOp, SetOp, UnsupportedOp, derived_attrs, settings_listing
 
+# Positions along a part, as a ratio attribute's description names them ("top radius over foot radius").
+POSITION = {"rim": "top", "top": "top", "mouth": "top", "opening": "top", "lip": "top", "foot": "foot",
+            "base": "foot", "bottom": "foot"}
 GENERIC_STEPS = {"slight": 0.05, "moderate": 0.15, "large": 0.30}  # the old flat baseline: relative, uncalibrated
 
 
@@ -198,8 +201,12 @@ class InterfaceMapper:
         edited = L.polarity(cl) is not None or L.quantity(cl) is not None
         for what, words in coverage.UNSUPPORTED.items():
             for w in words:
-                if _word_in(w, cl) and not self._covered(w) and not (edited and self._compound_of_part(w, cl)):
-                    return what
+                if _word_in(w, cl) and not self._covered(w) and not (
+                        edited and what not in coverage.NOT_A_COMPOUND and self._compound_of_part(w, cl)):
+                    return what  # ("the legs fold up" is a moving part, never a compound like "seat cushion")
+        fixed = self._fixed_part_removed(cl)
+        if fixed:
+            return fixed
         for s, c in self._components(cl):
             m = re.search(r"(?<![\w])" + coverage.COUNT_WORDS + r"\s+" + re.escape(s) + r"(?![\w])", cl)
             if m and not any(a["component"] == c and a["kind"] == "int" for a in self.attrs.values()):
@@ -212,6 +219,18 @@ class InterfaceMapper:
                 and not self._covered(part.split()[-1]) and not any(_word_in(n, part) for n in self.product_names) \
                 and not self._near_component(part):
             return part  # "… and a USB port in the base": a noun phrase alone asks for the thing
+        return None
+
+    def _fixed_part_removed(self, cl: str) -> str | None:
+        """A part the product always has, asked to go ("a bottle without a cap", "no base"): the model has no
+        setting for leaving it out (only parts with a ``present`` attribute can be added or removed)."""
+        for s, c in self._components(cl):
+            if self._is_product(s) or f"{c}.present" in self.attrs:
+                continue
+            if re.search(r"(?:\bwithout|\bno|\b(?:remove|get rid of|take (?:off|away)|lose|ditch|delete|leave out|"
+                         r"omit|skip)(?: the| its)?) (?:an? |the |its )?" + re.escape(s) + r"(?![\w])", cl) \
+                    and L.quantity(cl) is None:
+                return f"setting for leaving out the {c.replace('_', ' ')} (it always has one)"
         return None
 
     def _compound_of_part(self, word: str, cl: str) -> bool:
@@ -358,6 +377,10 @@ class InterfaceMapper:
         if context.get("keeping") and not L.is_keep(cl) and L.polarity(cl) is None and not L.quantity(cl) \
                 and not self._operation(cl, None) and not self._macro_lexical(cl) and comps:
             cl = "keep " + cl  # "keep the overall height and the backrest"
+        if not L.is_keep(cl) and (o := self._ratio_between(cl)) is not None:
+            out.ops.append(o)
+            out.trace.append(f"“{cl}” → set {o.target} (a ratio of two positions)")
+            return
         if not L.is_keep(cl):
             context["keeping"] = False
             what = self._unsupported(cl)
@@ -410,6 +433,9 @@ class InterfaceMapper:
         if self._presence(cl, comp, out):
             return
         op = self._operation(cl, comp)
+        if op and op[0] != "?" and op[2] and re.search(r"\b(?:less|fewer|not as much|not so much)\s+" + re.escape(op[2])
+                                                       + r"(?![\w])", cl):
+            op = (op[0], "-" if op[1] == "+" else "+", op[2])  # "less splay": the operation word, negated
         if comp and (v := self._vertical(cl, comp, op)) and not self._noun_attribute(cl, comp):
             op = v  # "seat up a little": the seat's height, not a word the clusters gave to its thickness
         if comp and op and op[0] != "?" and any(_word_in(ph, cl) for ph in DIMENSION_PHRASES):
@@ -457,9 +483,11 @@ class InterfaceMapper:
             pid = op[0] if op else self._named_attribute(cl, comp)
             if pid is None and (byw := self._attribute_by_words(cl, comp)):
                 pid = byw[0]  # "legs: 10% slimmer": their thickness
-            if pid is None and not q.relative and q.unit == "cm":
+            if pid is None and q.unit == "cm" and not q.ratio:
+                # "seat to 48 cm", "add 5 cm to the stem", "shave 2 mm off the cap": a length said of a part
+                # without an attribute is how high it is (a target, or a change of its height)
                 pid = next((p for p, a in self.attrs.items() if a["component"] == comp and a["attribute"] == "height"),
-                           None)  # "seat to 48 cm": a length said of a part without an attribute is how high it is
+                           None)
             if pid is None:
                 out.warnings.append(f"“{cl}”: which attribute of the {comp} should be {q.raw_value:g}?")
                 return
@@ -511,6 +539,40 @@ class InterfaceMapper:
         out.ops.append(Adjust(target=target, dir=pol, mag=L.magnitude(cl)[0], said=cl))
         out.trace.append(f"“{cl}” → {target} {pol}")
 
+    def _ratio_between(self, cl: str):
+        """"the rim 10% wider than the foot": one position of a part compared with another is a ratio attribute
+        whose description is "<top> radius over <foot> radius" — a target value (1.1), not a scaled radius."""
+        m = re.search(r"\b([a-z]+)(?: is| be| should be| ends up)?(?: about| around| roughly)? ([^ ]+ ?(?:%|percent|per cent)|"
+                      r"an? (?:half|third|quarter|fifth|tenth)) (wider|narrower|bigger|smaller|broader) than "
+                      r"(?:the |its |at the )?([a-z]+)\b", cl)
+        q = L.quantity(cl)
+        if m is None or q is None or q.change is None:
+            return None
+        a, b = POSITION.get(m.group(1)), POSITION.get(m.group(4))
+        if not a or not b or a == b:
+            return None
+        for pid, attr in self.attrs.items():
+            d = re.match(r"(\w+) radius over (\w+) radius", attr.get("description", ""))
+            if attr["unit"] == "ratio" and d and {POSITION.get(d.group(1)), POSITION.get(d.group(2))} == {a, b}:
+                r = 1 + q.change if m.group(3) in ("wider", "bigger", "broader") else 1 - q.change
+                return SetOp(target=pid, value=r if POSITION.get(d.group(1)) == a else 1 / r, said=cl)
+        return None
+
+    def _bare_mention(self, cl: str) -> bool:
+        """A clause that only names parts or an overall dimension, with no edit of its own (no direction, amount,
+        operation word, intent, addition or removal): before a keep clause it is one of the kept things."""
+        if L.is_keep(cl) or L.polarity(cl) is not None or L.quantity(cl) is not None or self._operation(cl, None) \
+                or self._macro_lexical(cl) or L.ADD.search(cl) or L.REMOVE.search(cl) or self._unsupported(cl):
+            return False
+        names = {w for s, _ in self.syn for w in re.findall(r"[a-z]+", s)} | self.product_names | L.STOPWORDS | \
+            {"height", "width", "depth", "thickness", "radius", "tilt", "splay", "curvature", "wall", "walls", "reach",
+             "taper", "diameter", "length", "size", "capacity", "volume", "footprint", "overall", "whole", "total",
+             "entire", "both", "and", "or", "s", "top", "bottom"}
+        if any(w not in names for w in re.findall(r"[a-z]+", cl)):
+            return False  # "recline the backrest": an edit verb the vocabulary does not list
+        comps = [c for s, c in self._components(cl) if not self._is_product(s)]
+        return bool(comps) or bool(OVERALL.search(cl) and self._dimension(cl))
+
     def map(self, text: str) -> Mapping:
         out, context = Mapping(), {}
         cls = L.clauses(text)
@@ -524,6 +586,8 @@ class InterfaceMapper:
                     context["ahead"] = nxt[0][1]
                     break
             context["joined"] = i > 0
+            if i + 1 < len(cls) and L.is_keep(cls[i + 1]) and self._bare_mention(cl):
+                cl = "keep " + cl  # "the overall height and the seat height both stay the same": a list of kept things
             self.clause(cl, out, context)
         seen, ops = {}, []
         for o in out.ops:  # the same edit said twice ("it wobbles, make it more stable") counts once

@@ -39,7 +39,7 @@ FRACTION_DEN = {"half": 2, "halves": 2, "third": 3, "thirds": 3, "quarter": 4, "
                 "fourths": 4, "fifth": 5, "fifths": 5, "sixth": 6, "sixths": 6, "tenth": 10, "tenths": 10}
 FRACTION_NUM = {"a": 1, "one": 1, "two": 2, "three": 3}
 COMPARATIVE = (r"(?:more|less|taller|shorter|higher|lower|wider|narrower|thicker|thinner|deeper|shallower|longer|"
-               r"bigger|smaller|larger|further|slimmer|broader|up|down|bigger)")
+               r"bigger|smaller|larger|further|farther|closer|nearer|slimmer|broader|squatter|up|down|bigger)")
 FACTOR_WORDS = [(r"\bone and a half times\b|\bhalf again\b", 1.5), (r"\b(?:twice|double|doubled|two times)\b", 2.0),
                 (r"\b(?:triple|tripled|thrice|three times)\b", 3.0), (r"\bfour times\b", 4.0),
                 (r"\b(?:halve|halved|in half|half as|half the|half its|half of)\b", 0.5)]

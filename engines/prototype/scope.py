@@ -21,12 +21,19 @@ COMPARATIVES = (r"(?:taller|higher|shorter|lower|wider|broader|narrower|deeper|s
 # "any" before a comparative only occurs under a negation (or a question), so it marks the negated change.
 NEGATED_CHANGE = (r"don'?t let|do not let|never let|without letting|any " + COMPARATIVES
                   + r"|no " + COMPARATIVES + r" than")
+# A modal or auxiliary denying a change: "the footprint shouldn't change", "the bottle's height can't change",
+# "the stool mustn't move", "the capacity must not go down".
+DENIED_CHANGE = (r"(?:shouldn'?t|should not|mustn'?t|must not|can'?t|cannot|can not|won'?t|will not|doesn'?t|"
+                 r"does not|needn'?t|need not|may not) (?:be )?(?:change|changed|move|moved|vary|differ|grow|shrink|"
+                 r"go (?:up|down))")
+# An equal amount: "it should still hold just as much", "just as tall as now".
+AS_MUCH = r"(?:just|exactly|every bit) as (?:much|tall|high|wide|deep|big|long|thick)"
 # "without" + a gerund: "without touching the seat", "without the stool taking up more floor space"
 WITHOUT_GERUND = r"without (?:[\w']+ ){0,3}?[a-z]+ing\b"
-KEEP = re.compile(r"\b(keep|keeping|leave|leaving|don'?t (?:touch|change|alter|modify)|do not (?:touch|change|alter|modify)|"
+KEEP = re.compile(r"\b(keep|keeps|kept|keeping|leave|leaving|don'?t (?:touch|change|alter|modify)|do not (?:touch|change|alter|modify)|"
                   r"" + WITHOUT_GERUND + r"|preserve|preserving|maintain|maintaining|hold on to|"
                   r"as (?:it )?is|unchanged|untouched|constant|fixed|alone|same as before|the same|same|"
-                  r"where (?:it|they) (?:is|are)|stays?|stay put|" + NEGATED_CHANGE + r")\b")
+                  r"where (?:it|they) (?:is|are)|stays?|stay put|" + NEGATED_CHANGE + "|" + DENIED_CHANGE + "|" + AS_MUCH + r")\b")
 # Where a keep scope starts inside a clause: the clause is split there ("a slimmer bottle that still holds the
 # same amount" → "a slimmer bottle" + "that still holds the same amount"; "a wider bottle with the same
 # capacity" → "a wider bottle" + "with the same capacity").
