@@ -58,6 +58,11 @@ class Recognizer:
     def n_items(self) -> int:
         return sum(len(c.items) for c in self.cols)
 
+    @property
+    def n_sets(self) -> int:
+        """Retained Earley sets (also on the compiled recogniser, which has no ``cols``)."""
+        return len(self.cols)
+
     # ------------------------------------------------------------------ Earley operations
     def _predict(self, col: Column, index: int, items: list) -> None:
         """Add the static prediction closure of every post-dot nonterminal, then index the column."""

@@ -212,7 +212,7 @@ class _Ours:
         return bool(self.m[tok]) and self.e.accept_token(tok)
 
     def can_end(self) -> bool:
-        return self.e.finished or self.e.rec.cols[-1].finished_here
+        return self.e.finished or self.e.rec.accepting
 
 
 class _Kbnf:

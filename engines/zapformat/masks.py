@@ -46,6 +46,8 @@ class EngineConfig:
     eager_regex_cache: bool = True
     eager_min_tokens: int = 1000
     stop_at_first_accept: bool = False
+    # "auto" (compiled when the C++ extension is built, else Python), "compiled" or "python": see compiled.py
+    core: str = "auto"
 
 
 @dataclass
@@ -105,14 +107,38 @@ def eager_regex_cache(grammar: Grammar, vocab: Vocabulary, min_tokens: int,
     return out
 
 
-@dataclass
+@dataclass(eq=False)
 class Program:
-    """A grammar compiled against one vocabulary (what ``kbnf.Engine(grammar, vocab)`` builds)."""
+    """A grammar compiled against one vocabulary (what ``kbnf.Engine(grammar, vocab)`` builds).
+
+    The eager regex cache is built on first use, by the core that needs it: ``eager`` (Python bitsets, for the
+    reference engine) or ``native`` (the C++ ``_zfcore.Core``, which builds its own); ``compile_s`` adds both."""
 
     grammar: Grammar
     vocab: Vocabulary
-    eager: dict[tuple[int, int], EagerEntry]
-    compile_s: float
+    eager_min_tokens: int = 1000
+    eager_enabled: bool = True
+    compile_s: float = 0.0
+    _eager: dict | None = field(default=None, repr=False)
+    _native: object = field(default=None, repr=False)
+
+    @property
+    def eager(self) -> dict[tuple[int, int], EagerEntry]:
+        if self._eager is None:
+            t0 = time.perf_counter()
+            self._eager = eager_regex_cache(self.grammar, self.vocab, self.eager_min_tokens) if self.eager_enabled else {}
+            self.compile_s += time.perf_counter() - t0
+        return self._eager
+
+    @property
+    def native(self):
+        if self._native is None:
+            from . import compiled
+
+            t0 = time.perf_counter()
+            self._native = compiled.build_core(self.grammar, self.vocab, self.eager_enabled, self.eager_min_tokens)
+            self.compile_s += time.perf_counter() - t0
+        return self._native
 
 
 @lru_cache(maxsize=16)
@@ -120,8 +146,7 @@ def compile_program(grammar_text: str, vocab: Vocabulary, eager_min_tokens: int 
                     eager: bool = True) -> Program:
     t0 = time.perf_counter()
     g = compile_grammar(grammar_text)
-    table = eager_regex_cache(g, vocab, eager_min_tokens) if eager else {}
-    return Program(g, vocab, table, time.perf_counter() - t0)
+    return Program(g, vocab, eager_min_tokens, eager, time.perf_counter() - t0)
 
 
 @dataclass
@@ -148,8 +173,15 @@ class ConstrainedEngine:
     config: EngineConfig = field(default_factory=EngineConfig)
 
     def __post_init__(self):
-        self.rec = Recognizer(self.program.grammar, compaction=self.config.compaction,
-                              stop_at_first_accept=self.config.stop_at_first_accept)
+        from . import compiled
+
+        self.core = compiled.resolve(self.config.core)  # "compiled" (C++ _zfcore) or "python" (the reference)
+        if self.core == "compiled":
+            self.rec = compiled.recognizer(self.program, self.config)
+        else:
+            self.program.eager  # noqa: B018 - build the Python eager table now (compile time, not the first mask)
+            self.rec = Recognizer(self.program.grammar, compaction=self.config.compaction,
+                                  stop_at_first_accept=self.config.stop_at_first_accept)
         self.cache: dict[tuple, tuple[np.ndarray, int]] = {}
         self.hits = self.misses = 0
         self.last = StepStats()
@@ -211,8 +243,13 @@ class ConstrainedEngine:
                 self.hits += 1
             else:
                 self.misses += 1
-                mask = vocab.ranks_to_ids(self._allowed_ranks(st))
-                st.allowed = int(mask.sum())
+                if self.core == "compiled":
+                    mask = np.zeros(vocab.size, dtype=bool)
+                    st.allowed, st.candidates, st.simulated, st.eager_used = rec.compute_mask(
+                        mask, cfg.eager_regex_cache, cfg.rejected_prefix_cache)
+                else:
+                    mask = vocab.ranks_to_ids(self._allowed_ranks(st))
+                    st.allowed = int(mask.sum())
                 if cfg.cache:
                     self.cache[key] = (mask, st.allowed)
         st.mask_us = (time.perf_counter() - t0) * 1e6

@@ -186,7 +186,7 @@ def test_top_level_digits_continue_token_by_token_and_eos_only_after_a_digit(enc
         assert not allowed[_tok(enc, b" ")] and not allowed[_tok(enc, b"a")]
     e = proc.engines[0]
     assert e.accepting and not e.finished
-    assert e.rec.cols[-1].finished_here
+    assert e.rec.accepting
     # kbnf's policy (kept for the kbnf comparisons) stops after the first digit.
     k = ConstrainedEngine.build(to_kbnf("regex", "[0-9]+"), enc.vocab, EngineConfig(stop_at_first_accept=True))
     assert k.accept_token(digits[0]) and k.finished and not k.compute_mask().any()
@@ -218,7 +218,7 @@ def test_an_emitted_eos_stops_feeding_the_grammar(enc):
     m = _step(proc, [one, eos])  # the row ended; transformers pads it from now on
     assert proc.stopped[0] and m[eos] and m.sum() == 1
     m = _step(proc, [one, eos, one])  # padding is never fed to the recognizer
-    assert m.sum() == 1 and len(proc.engines[0].rec.cols) == 2
+    assert m.sum() == 1 and proc.engines[0].rec.n_sets == 2
 
 
 def test_validity_checker_uses_acceptance_at_the_end():

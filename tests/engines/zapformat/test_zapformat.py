@@ -106,7 +106,7 @@ def test_soundness(name):
 
 def test_target_tokens_allowed_and_masks_viable(enc):
     w = WORKLOADS["function_call"]
-    e = ConstrainedEngine.build(w.grammar, enc.vocab)
+    e = ConstrainedEngine.build(w.grammar, enc.vocab, EngineConfig(core="python"))  # probes read its Earley sets
     for text in w.instances(3):
         e.reset()
         for tok in enc.encode(text):

@@ -1,0 +1,906 @@
+// ZapFormat's compiled core: the Earley recogniser (earley.py) and the token-mask computation (masks.py) in C++.
+//
+// A literal port of the Python reference: the same items (dp, state, ret_nt, ret_col), the same Leo chains and
+// memo, the same compaction, the same order of scanning / completion / candidate tokens, so that every mask,
+// every state key (hence every state-cache hit) and every statistic equals the Python engine's. The grammar is
+// compiled in Python (grammar.py, regex.py); its flat tables are handed over once per grammar (``Core``), the
+// vocabulary once per vocabulary (``Vocab``). The eager regex cache (masks.eager_regex_cache) is built here too.
+//
+// Plain CPython C API (no pybind11/nanobind): the extension builds with nothing but a C++17 compiler and the
+// Python headers, inside pip's isolated build, offline.
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace {
+
+enum : uint8_t { K_NT = 0, K_LIT = 1, K_RE = 2 };
+
+struct Item {
+    int32_t dp, st, rn, rc;
+    bool operator==(const Item& o) const { return dp == o.dp && st == o.st && rn == o.rn && rc == o.rc; }
+    bool operator<(const Item& o) const {
+        if (dp != o.dp) return dp < o.dp;
+        if (st != o.st) return st < o.st;
+        if (rn != o.rn) return rn < o.rn;
+        return rc < o.rc;
+    }
+};
+
+inline uint64_t mix(uint64_t h) {
+    h ^= h >> 33; h *= 0xff51afd7ed558ccdULL; h ^= h >> 33; h *= 0xc4ceb9fe1a85ec53ULL; h ^= h >> 33;
+    return h;
+}
+inline uint64_t item_hash(const Item& it) {
+    uint64_t a = (uint64_t(uint32_t(it.dp)) << 32) | uint32_t(it.st);
+    uint64_t b = (uint64_t(uint32_t(it.rn)) << 32) | uint32_t(it.rc);
+    return mix(a * 0x9E3779B97F4A7C15ULL ^ mix(b));
+}
+
+// Open-addressing set of items, cleared in O(1) by a generation stamp (one per Earley operation).
+class ItemSet {
+  public:
+    ItemSet() { resize(64); }
+    void clear() {
+        if (++gen_ == 0) { std::fill(stamp_.begin(), stamp_.end(), 0u); gen_ = 1; }
+        count_ = 0;
+    }
+    // true if newly inserted
+    bool insert(const Item& it) {
+        if ((count_ + 1) * 2 > slots_.size()) grow();
+        size_t mask = slots_.size() - 1, i = item_hash(it) & mask;
+        while (stamp_[i] == gen_) {
+            if (slots_[i] == it) return false;
+            i = (i + 1) & mask;
+        }
+        stamp_[i] = gen_;
+        slots_[i] = it;
+        ++count_;
+        return true;
+    }
+
+  private:
+    void resize(size_t n) { slots_.assign(n, Item{0, 0, 0, 0}); stamp_.assign(n, 0u); gen_ = 1; count_ = 0; }
+    void grow() {
+        std::vector<Item> old;
+        for (size_t i = 0; i < slots_.size(); ++i)
+            if (stamp_[i] == gen_) old.push_back(slots_[i]);
+        resize(slots_.size() * 2);
+        for (auto& it : old) insert(it);
+    }
+    std::vector<Item> slots_;
+    std::vector<uint32_t> stamp_;
+    uint32_t gen_ = 1;
+    size_t count_ = 0;
+};
+
+struct Top {
+    int32_t nt, col;
+    bool passed;
+};
+
+struct Column {
+    std::vector<Item> items;
+    std::vector<Item> scan;
+    std::vector<Item> pd_raw;                      // post-dot-nonterminal items, in append order (Python's lists)
+    std::vector<std::pair<int32_t, int32_t>> pd;   // (nt, index into pd_raw), sorted: one range per nt
+    std::vector<std::pair<int32_t, Top>> leo;      // Leo memo: nt -> top
+    int32_t key = -1;                              // interned item set (lazily; the state cache's key)
+    bool predicted = false, finished_here = false;
+    void clear() {
+        items.clear(); scan.clear(); pd_raw.clear(); pd.clear(); leo.clear();
+        key = -1; predicted = false; finished_here = false;
+    }
+};
+using ColPtr = std::shared_ptr<Column>;
+
+// ------------------------------------------------------------------------------------------------ vocabulary
+struct VocabData {
+    std::string pool;                 // token bytes in rank (byte) order, concatenated
+    std::vector<int64_t> off;         // n + 1 offsets
+    std::vector<int64_t> ids;         // rank -> token id
+    std::vector<int32_t> lcp;         // common prefix length with the previous rank
+    int64_t n = 0, size = 0;
+    int32_t lo[256], hi[256];         // tokens whose first byte is b: ranks [lo, hi)
+    size_t words = 0;
+    const uint8_t* tok(int64_t r) const { return reinterpret_cast<const uint8_t*>(pool.data()) + off[r]; }
+    int64_t len(int64_t r) const { return off[r + 1] - off[r]; }
+};
+
+// ------------------------------------------------------------------------------------------------ grammar
+struct DFAData {
+    int32_t n_states = 0;
+    std::vector<int32_t> trans;       // n_states * 256
+    std::vector<uint8_t> accepting, live_out;
+    std::vector<uint64_t> first;      // n_states * 4 words: bytes with a live transition
+    std::vector<int32_t> eager;       // per state: index into CoreData::eager, or -1
+};
+
+struct EagerEntry {
+    std::vector<uint64_t> allowed, disallowed;
+};
+
+struct CoreData {
+    std::vector<uint8_t> kind, is_last, adv_done;
+    std::vector<int32_t> value, lhs, adv_off, adv, pred_off, pred_dp, pred_st;
+    std::vector<int32_t> lit_off, lit_len;  // per dp (LIT): bytes in lit_pool
+    std::string lit_pool;
+    std::vector<DFAData> dfas;
+    int32_t start = 0, n_nt = 0;
+    std::shared_ptr<VocabData> vocab;
+    std::vector<EagerEntry> eager;
+    // interned column item sets (shared by every recogniser of this grammar, so equal states get equal keys)
+    std::unordered_map<std::string, int32_t> intern;
+};
+
+// ------------------------------------------------------------------------------------------------ recogniser
+class Recognizer {
+  public:
+    Recognizer(std::shared_ptr<CoreData> g, bool compaction, bool stop_first)
+        : g_(std::move(g)), compaction_(compaction), stop_first_(stop_first) {
+        done_stamp_.assign(g_->n_nt, 0u);
+        reset();
+    }
+
+    std::shared_ptr<CoreData> g_;
+    bool compaction_, stop_first_;
+    std::vector<ColPtr> cols;
+    bool finished = false;
+    int64_t sb_sets = 1, sb_items = 0, sa_sets = 1, sa_items = 0;
+
+    void reset() {
+        cols.clear();
+        cols.push_back(newcol());
+        std::vector<Item> none;
+        predict(*cols[0], 0, none);
+        finished = false;
+        sb_sets = sa_sets = 1;
+        sb_items = sa_items = (int64_t)cols[0]->items.size();
+    }
+
+    int64_t n_items() const {
+        int64_t n = 0;
+        for (auto& c : cols) n += (int64_t)c->items.size();
+        return n;
+    }
+
+    int32_t col_key(Column& c) {
+        if (c.key < 0) {
+            std::vector<Item> s(c.items);
+            std::sort(s.begin(), s.end());
+            s.erase(std::unique(s.begin(), s.end()), s.end());
+            std::string k(reinterpret_cast<const char*>(s.data()), s.size() * sizeof(Item));
+            auto it = g_->intern.find(k);
+            if (it == g_->intern.end()) it = g_->intern.emplace(std::move(k), (int32_t)g_->intern.size()).first;
+            c.key = it->second;
+        }
+        return c.key;
+    }
+
+    bool accept_bytes(const uint8_t* data, size_t n) {
+        if (finished) return false;
+        std::vector<ColPtr> saved(cols);
+        bool fin = false;
+        for (size_t i = 0; i < n; ++i) {
+            Column* col = step(data[i], true);
+            if (!col) { cols = saved; return false; }
+            fin = fin || col->finished_here;
+        }
+        Column& last = *cols.back();
+        std::vector<Item> items(last.items);
+        predict(last, (int32_t)cols.size() - 1, items);
+        sa_sets = (int64_t)cols.size();
+        sa_items = n_items();
+        if (!compaction_) { sb_sets = sa_sets; sb_items = sa_items; }
+        finished = stop_first_ ? fin : (last.finished_here && last.scan.empty());
+        return true;
+    }
+
+    bool accepting() const { return cols.back()->finished_here; }
+
+    void first_bytes(uint64_t out[4]) const {
+        out[0] = out[1] = out[2] = out[3] = 0;
+        const CoreData& g = *g_;
+        for (const Item& it : cols.back()->scan) {
+            if (g.kind[it.dp] == K_LIT) {
+                uint8_t b = (uint8_t)g.lit_pool[g.lit_off[it.dp] + it.st];
+                out[b >> 6] |= 1ULL << (b & 63);
+            } else {
+                const uint64_t* f = &g.dfas[g.value[it.dp]].first[(size_t)it.st * 4];
+                for (int w = 0; w < 4; ++w) out[w] |= f[w];
+            }
+        }
+    }
+
+    // The mask over ranks (masks.ConstrainedEngine._allowed_ranks): result in `allowed` (bitset over ranks).
+    void allowed_ranks(bool use_eager, bool use_rpc, std::vector<uint64_t>& allowed, int64_t& candidates,
+                       int64_t& simulated, bool& eager_used) {
+        const CoreData& g = *g_;
+        const VocabData& v = *g.vocab;
+        size_t W = v.words;
+        std::vector<uint64_t> cands(W, 0), undet;
+        uint64_t fb[4];
+        first_bytes(fb);
+        for (int b = 0; b < 256; ++b)
+            if ((fb[b >> 6] >> (b & 63)) & 1) set_range(cands, v.lo[b], v.hi[b]);
+        allowed.assign(W, 0);
+        undet = cands;
+        eager_used = false;
+        if (use_eager && !g.eager.empty()) {
+            bool all_regex = true, used = false;
+            std::vector<uint64_t> dis(W, ~0ULL);
+            for (const Item& it : cols.back()->scan) {
+                int32_t e = -1;
+                if (g.kind[it.dp] == K_RE) e = g.dfas[g.value[it.dp]].eager[it.st];
+                if (e < 0) { all_regex = false; continue; }
+                used = true;
+                const EagerEntry& en = g.eager[e];
+                for (size_t w = 0; w < W; ++w) { allowed[w] |= en.allowed[w]; dis[w] &= en.disallowed[w]; }
+            }
+            if (used) {
+                eager_used = true;
+                for (size_t w = 0; w < W; ++w) undet[w] &= ~allowed[w];
+                if (all_regex)
+                    for (size_t w = 0; w < W; ++w) undet[w] &= ~dis[w];
+            }
+        }
+        candidates = 0;
+        for (size_t w = 0; w < W; ++w) candidates += __builtin_popcountll(cands[w]);
+        std::vector<int64_t> ranks;
+        for (size_t w = 0; w < W; ++w) {
+            uint64_t x = undet[w];
+            while (x) {
+                int b = __builtin_ctzll(x);
+                int64_t r = (int64_t)(w * 64 + b);
+                if (r < v.n) ranks.push_back(r);
+                x &= x - 1;
+            }
+        }
+        simulated = (int64_t)ranks.size();
+        simulate(ranks, use_rpc, allowed);
+    }
+
+  private:
+    std::vector<ColPtr> pool_;
+    ItemSet pseen_, sseen_, cseen_, done_pairs_;
+    std::vector<uint32_t> done_stamp_;
+    uint32_t done_gen_ = 0;
+    std::vector<Item> new_;
+    std::vector<std::pair<int32_t, int32_t>> todo_;
+    std::vector<std::pair<Column*, int32_t>> path_;
+
+    static void set_range(std::vector<uint64_t>& bits, int64_t lo, int64_t hi) {
+        for (int64_t r = lo; r < hi;) {
+            int64_t w = r >> 6, b = r & 63;
+            if (b == 0 && r + 64 <= hi) { bits[w] = ~0ULL; r += 64; continue; }
+            bits[w] |= 1ULL << b;
+            ++r;
+        }
+    }
+
+    ColPtr newcol() {
+        if (!pool_.empty()) {
+            ColPtr c = std::move(pool_.back());
+            pool_.pop_back();
+            c->clear();
+            return c;
+        }
+        return std::make_shared<Column>();
+    }
+    void truncate(size_t n) {
+        while (cols.size() > n) {
+            ColPtr c = std::move(cols.back());
+            cols.pop_back();
+            if (c.use_count() == 1 && pool_.size() < 4096) pool_.push_back(std::move(c));
+        }
+    }
+
+    // earley.Recognizer._predict
+    void predict(Column& col, int32_t index, const std::vector<Item>& items) {
+        const CoreData& g = *g_;
+        pseen_.clear();
+        for (const Item& it : items) pseen_.insert(it);
+        std::vector<Item> out(items);
+        if (++done_gen_ == 0) { std::fill(done_stamp_.begin(), done_stamp_.end(), 0u); done_gen_ = 1; }
+        for (const Item& it : items) {
+            if (g.kind[it.dp] != K_NT) continue;
+            int32_t nt = g.value[it.dp];
+            if (done_stamp_[nt] == done_gen_) continue;
+            done_stamp_[nt] = done_gen_;
+            for (int32_t k = g.pred_off[nt]; k < g.pred_off[nt + 1]; ++k) {
+                int32_t pdp = g.pred_dp[k];
+                Item nw{pdp, g.pred_st[k], g.lhs[pdp], index};
+                if (pseen_.insert(nw)) out.push_back(nw);
+            }
+        }
+        if (index == 0 && items.empty()) {
+            int32_t nt = g.start;
+            for (int32_t k = g.pred_off[nt]; k < g.pred_off[nt + 1]; ++k) {
+                int32_t pdp = g.pred_dp[k];
+                Item nw{pdp, g.pred_st[k], g.lhs[pdp], 0};
+                if (pseen_.insert(nw)) out.push_back(nw);
+            }
+        }
+        col.items = std::move(out);
+        for (const Item& it : col.items) {
+            if (g.kind[it.dp] == K_NT) col.pd_raw.push_back(it);
+            else col.scan.push_back(it);
+        }
+        col.pd.clear();
+        col.pd.reserve(col.pd_raw.size());
+        for (int32_t i = 0; i < (int32_t)col.pd_raw.size(); ++i) col.pd.emplace_back(g.value[col.pd_raw[i].dp], i);
+        std::sort(col.pd.begin(), col.pd.end());
+        col.key = -1;
+        col.predicted = true;
+    }
+
+    // [begin, end) of col.pd for nonterminal nt
+    static std::pair<size_t, size_t> postdot(const Column& col, int32_t nt) {
+        auto lo = std::lower_bound(col.pd.begin(), col.pd.end(), std::make_pair(nt, INT32_MIN));
+        auto hi = lo;
+        while (hi != col.pd.end() && hi->first == nt) ++hi;
+        return {size_t(lo - col.pd.begin()), size_t(hi - col.pd.begin())};
+    }
+
+    // earley.Recognizer._leo
+    Top leo(int32_t nt, int32_t j) {
+        const CoreData& g = *g_;
+        path_.clear();
+        bool passed = false;
+        Top top;
+        while (true) {
+            Column& col = *cols[j];
+            const Top* memo = nullptr;
+            for (auto& m : col.leo)
+                if (m.first == nt) { memo = &m.second; break; }
+            if (memo) {
+                top = Top{memo->nt, memo->col, memo->passed || passed};
+                break;
+            }
+            auto r = postdot(col, nt);
+            if (r.second - r.first == 1) {
+                const Item& it = col.pd_raw[col.pd[r.first].second];
+                if (g.is_last[it.dp]) {
+                    path_.emplace_back(&col, nt);
+                    if (nt == g.start && j == 0) passed = true;
+                    nt = it.rn;
+                    j = it.rc;
+                    continue;
+                }
+            }
+            top = Top{nt, j, passed};
+            break;
+        }
+        for (auto& p : path_) {
+            bool found = false;
+            for (auto& m : p.first->leo)
+                if (m.first == p.second) { m.second = top; found = true; break; }
+            if (!found) p.first->leo.emplace_back(p.second, top);
+        }
+        return top;
+    }
+
+    inline void push_new(const Item& it) {
+        if (sseen_.insert(it)) new_.push_back(it);
+    }
+
+    // earley.Recognizer._step: nullptr when the byte is rejected
+    Column* step(uint8_t byte, bool compact) {
+        const CoreData& g = *g_;
+        Column& last = *cols.back();
+        if (!last.predicted) {
+            std::vector<Item> items(last.items);
+            predict(last, (int32_t)cols.size() - 1, items);
+        }
+        new_.clear();
+        sseen_.clear();
+        todo_.clear();
+        for (const Item& it : last.scan) {
+            int32_t dp = it.dp;
+            if (g.kind[dp] == K_LIT) {
+                const char* lit = g.lit_pool.data() + g.lit_off[dp];
+                if ((uint8_t)lit[it.st] != byte) continue;
+                if (it.st + 1 < g.lit_len[dp]) {
+                    push_new(Item{dp, it.st + 1, it.rn, it.rc});
+                    continue;
+                }
+            } else {
+                const DFAData& d = g.dfas[g.value[dp]];
+                int32_t ns = d.trans[(size_t)it.st * 256 + byte];
+                if (ns < 0) continue;
+                if (d.live_out[ns]) push_new(Item{dp, ns, it.rn, it.rc});
+                if (!d.accepting[ns]) continue;
+            }
+            for (int32_t k = g.adv_off[dp]; k < g.adv_off[dp + 1]; ++k) push_new(Item{g.adv[k], 0, it.rn, it.rc});
+            if (g.adv_done[dp]) todo_.emplace_back(it.rn, it.rc);
+        }
+        if (new_.empty() && todo_.empty()) return nullptr;
+        bool fin = false;
+        done_pairs_.clear();
+        while (!todo_.empty()) {
+            auto key = todo_.back();
+            todo_.pop_back();
+            if (!done_pairs_.insert(Item{key.first, key.second, -7, -7})) continue;
+            Top t = leo(key.first, key.second);
+            if (t.passed || (t.nt == g.start && t.col == 0)) fin = true;
+            Column& cj = *cols[t.col];
+            auto r = postdot(cj, t.nt);
+            // the Python list is in append order: pd holds (nt, index) sorted, so indices ascend within nt
+            for (size_t q = r.first; q < r.second; ++q) {
+                Item it = cj.pd_raw[cj.pd[q].second];
+                for (int32_t k = g.adv_off[it.dp]; k < g.adv_off[it.dp + 1]; ++k)
+                    push_new(Item{g.adv[k], 0, it.rn, it.rc});
+                if (g.adv_done[it.dp]) todo_.emplace_back(it.rn, it.rc);
+            }
+        }
+        ColPtr col = newcol();
+        col->items.assign(new_.begin(), new_.end());
+        col->finished_here = fin;
+        if (compact && compaction_) do_compact(*col);
+        cols.push_back(col);
+        return col.get();
+    }
+
+    // earley.Recognizer._compact
+    void do_compact(Column& col) {
+        int64_t before_sets = (int64_t)cols.size() + 1, before_items = n_items() + (int64_t)col.items.size();
+        std::vector<Item> folded;
+        folded.reserve(col.items.size());
+        cseen_.clear();
+        int32_t m = 0;
+        for (Item it : col.items) {
+            Top t = leo(it.rn, it.rc);
+            if (!t.passed && (t.nt != it.rn || t.col != it.rc)) it = Item{it.dp, it.st, t.nt, t.col};
+            if (cseen_.insert(it)) folded.push_back(it);
+            if (it.rc > m) m = it.rc;
+        }
+        col.items = std::move(folded);
+        if ((size_t)(m + 1) < cols.size()) truncate((size_t)m + 1);
+        sb_sets = before_sets;
+        sb_items = before_items;
+    }
+
+    // masks.ConstrainedEngine._simulate: each candidate's bytes; roll back to the common prefix with the previous
+    void simulate(const std::vector<int64_t>& ranks, bool use_rpc, std::vector<uint64_t>& accepted) {
+        const VocabData& v = *g_->vocab;
+        size_t base = cols.size();
+        const uint8_t* prev = nullptr;
+        int64_t depth = 0;
+        const uint8_t* rej = nullptr;
+        int64_t rej_len = -1;
+        for (int64_t r : ranks) {
+            const uint8_t* tok = v.tok(r);
+            int64_t len = v.len(r);
+            if (use_rpc && rej_len >= 0 && len >= rej_len && std::memcmp(tok, rej, (size_t)rej_len) == 0) continue;
+            int64_t k = 0, lim = std::min(depth, len);
+            while (k < lim && prev[k] == tok[k]) ++k;
+            if (k < depth) {
+                truncate(base + (size_t)k);
+                depth = k;
+            }
+            bool ok = true;
+            for (int64_t i = k; i < len; ++i) {
+                if (!step(tok[i], false)) {
+                    ok = false;
+                    rej = tok;
+                    rej_len = i + 1;
+                    break;
+                }
+                ++depth;
+            }
+            prev = tok;
+            if (ok) accepted[(size_t)r >> 6] |= 1ULL << (r & 63);
+        }
+        truncate(base);
+    }
+};
+
+// ------------------------------------------------------------------------------------------------ eager cache
+// masks.eager_regex_cache: per DFA state, the tokens it keeps alive over all their bytes and the tokens on which
+// it dies before having passed an accepting state. Tokens are walked in rank order sharing common prefixes.
+void build_eager(CoreData& g, int64_t min_tokens, int64_t max_states, int64_t max_total) {
+    const VocabData& v = *g.vocab;
+    if (v.n == 0) return;
+    int64_t total = 0;
+    size_t W = v.words;
+    int64_t maxlen = 0;
+    for (int64_t r = 0; r < v.n; ++r) maxlen = std::max(maxlen, v.len(r));
+    std::vector<int32_t> cur(maxlen + 1);
+    std::vector<uint8_t> acc(maxlen + 1);
+    for (DFAData& d : g.dfas) {
+        if (d.n_states > max_states || total + d.n_states > max_total) continue;
+        total += d.n_states;
+        for (int32_t s = 0; s < d.n_states; ++s) {
+            std::vector<uint64_t> a(W, 0), dis(W, 0);
+            int64_t na = 0, nd = 0;
+            // cur[i]: state after i bytes of the current token (valid for i <= alive_depth)
+            cur[0] = s;
+            acc[0] = 0;
+            int64_t alive_depth = 0;  // bytes of the previous token walked while alive
+            bool prev_dead = false;
+            int64_t prev_len = 0;
+            for (int64_t r = 0; r < v.n; ++r) {
+                const uint8_t* t = v.tok(r);
+                int64_t len = v.len(r);
+                int64_t k = r == 0 ? 0 : std::min<int64_t>(v.lcp[r], alive_depth);
+                (void)prev_len;
+                (void)prev_dead;
+                bool dead = false;
+                int64_t i = k;
+                for (; i < len; ++i) {
+                    int32_t nxt = d.trans[(size_t)cur[i] * 256 + t[i]];
+                    if (nxt < 0) { dead = true; break; }
+                    cur[i + 1] = nxt;
+                    acc[i + 1] = acc[i] | d.accepting[nxt];
+                }
+                if (dead) {
+                    alive_depth = i;
+                    if (!acc[i]) { dis[r >> 6] |= 1ULL << (r & 63); ++nd; }
+                } else {
+                    alive_depth = len;
+                    a[r >> 6] |= 1ULL << (r & 63);
+                    ++na;
+                }
+            }
+            if (na >= min_tokens || nd >= min_tokens) {
+                d.eager[s] = (int32_t)g.eager.size();
+                g.eager.push_back(EagerEntry{std::move(a), std::move(dis)});
+            }
+        }
+    }
+}
+
+// ------------------------------------------------------------------------------------------------ Python types
+struct Buf {
+    Py_buffer b{};
+    bool ok = false;
+    ~Buf() { if (ok) PyBuffer_Release(&b); }
+};
+
+bool get_buf(PyObject* o, Buf& out, int flags = PyBUF_SIMPLE) {
+    if (PyObject_GetBuffer(o, &out.b, flags) < 0) return false;
+    out.ok = true;
+    return true;
+}
+
+template <class T>
+bool to_vec(PyObject* o, std::vector<T>& out, const char* what) {
+    Buf b;
+    if (!get_buf(o, b)) return false;
+    if (b.b.len % (Py_ssize_t)sizeof(T)) {
+        PyErr_Format(PyExc_ValueError, "%s: %zd bytes is not a multiple of %zu", what, b.b.len, sizeof(T));
+        return false;
+    }
+    out.resize((size_t)b.b.len / sizeof(T));
+    if (b.b.len) std::memcpy(out.data(), b.b.buf, (size_t)b.b.len);
+    return true;
+}
+
+typedef struct {
+    PyObject_HEAD
+    std::shared_ptr<VocabData>* v;
+} VocabObject;
+
+typedef struct {
+    PyObject_HEAD
+    std::shared_ptr<CoreData>* g;
+} CoreObject;
+
+typedef struct {
+    PyObject_HEAD
+    Recognizer* r;
+} RecObject;
+
+// ---- Vocab(pool: bytes, offsets: int64 buffer (n+1), ids: int64 buffer (n), size: int)
+static int Vocab_init(VocabObject* self, PyObject* args, PyObject*) {
+    PyObject *pool, *offs, *ids;
+    long long size;
+    if (!PyArg_ParseTuple(args, "OOOL", &pool, &offs, &ids, &size)) return -1;
+    auto v = std::make_shared<VocabData>();
+    {
+        Buf b;
+        if (!get_buf(pool, b)) return -1;
+        v->pool.assign(static_cast<const char*>(b.b.buf), (size_t)b.b.len);
+    }
+    if (!to_vec(offs, v->off, "offsets") || !to_vec(ids, v->ids, "ids")) return -1;
+    v->n = (int64_t)v->ids.size();
+    if ((int64_t)v->off.size() != v->n + 1 || v->off.back() != (int64_t)v->pool.size()) {
+        PyErr_SetString(PyExc_ValueError, "Vocab: offsets do not match the pool and ids");
+        return -1;
+    }
+    v->size = size;
+    v->words = (size_t)((v->n + 63) / 64);
+    v->lcp.assign((size_t)v->n, 0);
+    for (int64_t r = 1; r < v->n; ++r) {
+        const uint8_t *a = v->tok(r - 1), *b = v->tok(r);
+        int64_t m = std::min(v->len(r - 1), v->len(r)), k = 0;
+        while (k < m && a[k] == b[k]) ++k;
+        v->lcp[r] = (int32_t)k;
+    }
+    for (int b = 0; b < 256; ++b) { v->lo[b] = 0; v->hi[b] = 0; }
+    // first bytes are non-decreasing in rank order: bucket b is [lo, hi)
+    int64_t r = 0;
+    for (int b = 0; b < 256; ++b) {
+        while (r < v->n && v->len(r) > 0 && v->tok(r)[0] < b) ++r;
+        v->lo[b] = (int32_t)r;
+        int64_t q = r;
+        while (q < v->n && v->len(q) > 0 && v->tok(q)[0] == b) ++q;
+        v->hi[b] = (int32_t)q;
+        r = q;
+    }
+    delete self->v;
+    self->v = new std::shared_ptr<VocabData>(std::move(v));
+    return 0;
+}
+
+static void Vocab_dealloc(VocabObject* self) {
+    delete self->v;
+    Py_TYPE(self)->tp_free((PyObject*)self);
+}
+
+static PyTypeObject VocabType = {PyVarObject_HEAD_INIT(nullptr, 0)};
+
+// ---- Core(vocab, kind, value, lhs, is_last, adv_off, adv, adv_done, pred_off, pred_dp, pred_st, lit_off, lit_len,
+//           lit_pool, start, n_nt, regexes: list[(trans int32 bytes, accepting uint8 bytes)],
+//           eager: bool, min_tokens, max_states, max_total)
+static int Core_init(CoreObject* self, PyObject* args, PyObject*) {
+    PyObject *vocab, *kind, *value, *lhs, *is_last, *adv_off, *adv, *adv_done, *pred_off, *pred_dp, *pred_st;
+    PyObject *lit_off, *lit_len, *lit_pool, *regexes;
+    int start, n_nt, eager;
+    long long min_tokens, max_states, max_total;
+    if (!PyArg_ParseTuple(args, "O!OOOOOOOOOOOOOiiO!pLLL", &VocabType, &vocab, &kind, &value, &lhs, &is_last, &adv_off,
+                          &adv, &adv_done, &pred_off, &pred_dp, &pred_st, &lit_off, &lit_len, &lit_pool, &start, &n_nt,
+                          &PyList_Type, &regexes, &eager, &min_tokens, &max_states, &max_total))
+        return -1;
+    auto g = std::make_shared<CoreData>();
+    if (!to_vec(kind, g->kind, "kind") || !to_vec(value, g->value, "value") || !to_vec(lhs, g->lhs, "lhs") ||
+        !to_vec(is_last, g->is_last, "is_last") || !to_vec(adv_off, g->adv_off, "adv_off") ||
+        !to_vec(adv, g->adv, "adv") || !to_vec(adv_done, g->adv_done, "adv_done") ||
+        !to_vec(pred_off, g->pred_off, "pred_off") || !to_vec(pred_dp, g->pred_dp, "pred_dp") ||
+        !to_vec(pred_st, g->pred_st, "pred_st") || !to_vec(lit_off, g->lit_off, "lit_off") ||
+        !to_vec(lit_len, g->lit_len, "lit_len"))
+        return -1;
+    {
+        Buf b;
+        if (!get_buf(lit_pool, b)) return -1;
+        g->lit_pool.assign(static_cast<const char*>(b.b.buf), (size_t)b.b.len);
+    }
+    size_t n = g->kind.size();
+    if (g->value.size() != n || g->lhs.size() != n || g->is_last.size() != n || g->adv_off.size() != n + 1 ||
+        g->adv_done.size() != n || g->lit_off.size() != n || g->lit_len.size() != n ||
+        (int)g->pred_off.size() != n_nt + 1 || start < 0 || start >= n_nt) {
+        PyErr_SetString(PyExc_ValueError, "Core: inconsistent grammar tables");
+        return -1;
+    }
+    g->start = start;
+    g->n_nt = n_nt;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(regexes); ++i) {
+        PyObject* t = PyList_GET_ITEM(regexes, i);
+        PyObject *tr, *ac;
+        if (!PyArg_ParseTuple(t, "OO", &tr, &ac)) return -1;
+        DFAData d;
+        if (!to_vec(tr, d.trans, "trans") || !to_vec(ac, d.accepting, "accepting")) return -1;
+        d.n_states = (int32_t)d.accepting.size();
+        if (d.trans.size() != (size_t)d.n_states * 256) {
+            PyErr_SetString(PyExc_ValueError, "Core: DFA table size");
+            return -1;
+        }
+        d.live_out.assign(d.n_states, 0);
+        d.first.assign((size_t)d.n_states * 4, 0);
+        for (int32_t s = 0; s < d.n_states; ++s)
+            for (int b = 0; b < 256; ++b)
+                if (d.trans[(size_t)s * 256 + b] >= 0) {
+                    d.live_out[s] = 1;
+                    d.first[(size_t)s * 4 + (b >> 6)] |= 1ULL << (b & 63);
+                }
+        d.eager.assign(d.n_states, -1);
+        g->dfas.push_back(std::move(d));
+    }
+    for (size_t dp = 0; dp < n; ++dp) {  // bounds: a bad table must not crash the process
+        if (g->kind[dp] == K_RE && (g->value[dp] < 0 || (size_t)g->value[dp] >= g->dfas.size())) {
+            PyErr_SetString(PyExc_ValueError, "Core: regex id out of range");
+            return -1;
+        }
+        if (g->kind[dp] == K_NT && (g->value[dp] < 0 || g->value[dp] >= n_nt)) {
+            PyErr_SetString(PyExc_ValueError, "Core: nonterminal id out of range");
+            return -1;
+        }
+        if (g->kind[dp] == K_LIT && (g->lit_len[dp] <= 0 || (size_t)(g->lit_off[dp] + g->lit_len[dp]) > g->lit_pool.size())) {
+            PyErr_SetString(PyExc_ValueError, "Core: literal out of range");
+            return -1;
+        }
+    }
+    g->vocab = *((VocabObject*)vocab)->v;
+    if (eager) {
+        Py_BEGIN_ALLOW_THREADS
+        build_eager(*g, min_tokens, max_states, max_total);
+        Py_END_ALLOW_THREADS
+    }
+    delete self->g;
+    self->g = new std::shared_ptr<CoreData>(std::move(g));
+    return 0;
+}
+
+static void Core_dealloc(CoreObject* self) {
+    delete self->g;
+    Py_TYPE(self)->tp_free((PyObject*)self);
+}
+
+static PyObject* Core_n_eager(CoreObject* self, PyObject*) { return PyLong_FromSize_t((*self->g)->eager.size()); }
+
+static PyMethodDef Core_methods[] = {
+    {"n_eager", (PyCFunction)Core_n_eager, METH_NOARGS, "number of cached (regex, state) entries"},
+    {nullptr, nullptr, 0, nullptr}};
+
+static PyTypeObject CoreType = {PyVarObject_HEAD_INIT(nullptr, 0)};
+
+// ---- Recognizer(core, compaction: bool, stop_at_first_accept: bool)
+static int Rec_init(RecObject* self, PyObject* args, PyObject*) {
+    PyObject* core;
+    int compaction, stop_first;
+    if (!PyArg_ParseTuple(args, "O!pp", &CoreType, &core, &compaction, &stop_first)) return -1;
+    delete self->r;
+    self->r = new Recognizer(*((CoreObject*)core)->g, compaction != 0, stop_first != 0);
+    return 0;
+}
+
+static void Rec_dealloc(RecObject* self) {
+    delete self->r;
+    Py_TYPE(self)->tp_free((PyObject*)self);
+}
+
+static PyObject* Rec_reset(RecObject* self, PyObject*) {
+    self->r->reset();
+    Py_RETURN_NONE;
+}
+
+static PyObject* Rec_accept_bytes(RecObject* self, PyObject* arg) {
+    Buf b;
+    if (!get_buf(arg, b)) return nullptr;
+    bool ok = self->r->accept_bytes(static_cast<const uint8_t*>(b.b.buf), (size_t)b.b.len);
+    return PyBool_FromLong(ok);
+}
+
+static PyObject* Rec_state_key(RecObject* self, PyObject*) {
+    Recognizer& r = *self->r;
+    std::vector<int32_t> k(r.cols.size());
+    for (size_t i = 0; i < r.cols.size(); ++i) k[i] = r.col_key(*r.cols[i]);
+    return PyBytes_FromStringAndSize(reinterpret_cast<const char*>(k.data()), (Py_ssize_t)(k.size() * sizeof(int32_t)));
+}
+
+static PyObject* Rec_n_items(RecObject* self, PyObject*) { return PyLong_FromLongLong(self->r->n_items()); }
+static PyObject* Rec_can_accept_more(RecObject* self, PyObject*) {
+    return PyBool_FromLong(!self->r->cols.back()->scan.empty());
+}
+
+static PyObject* Rec_first_bytes(RecObject* self, PyObject*) {
+    uint64_t fb[4];
+    self->r->first_bytes(fb);
+    PyObject* s = PySet_New(nullptr);
+    if (!s) return nullptr;
+    for (int b = 0; b < 256; ++b)
+        if ((fb[b >> 6] >> (b & 63)) & 1) {
+            PyObject* x = PyLong_FromLong(b);
+            if (!x || PySet_Add(s, x) < 0) { Py_XDECREF(x); Py_DECREF(s); return nullptr; }
+            Py_DECREF(x);
+        }
+    return s;
+}
+
+// compute_mask(out: writable uint8/bool buffer over token ids, use_eager, use_rpc)
+//   -> (allowed count, candidates, simulated, eager_used); `out` must be zeroed by the caller
+static PyObject* Rec_compute_mask(RecObject* self, PyObject* args) {
+    PyObject* out;
+    int use_eager, use_rpc;
+    if (!PyArg_ParseTuple(args, "Opp", &out, &use_eager, &use_rpc)) return nullptr;
+    Buf b;
+    if (!get_buf(out, b, PyBUF_WRITABLE)) return nullptr;
+    Recognizer& r = *self->r;
+    const VocabData& v = *r.g_->vocab;
+    if (b.b.len < v.size) {
+        PyErr_SetString(PyExc_ValueError, "compute_mask: the output buffer is smaller than the vocabulary");
+        return nullptr;
+    }
+    std::vector<uint64_t> allowed;
+    int64_t cands = 0, sim = 0, count = 0;
+    bool eager_used = false;
+    r.allowed_ranks(use_eager != 0, use_rpc != 0, allowed, cands, sim, eager_used);
+    uint8_t* o = static_cast<uint8_t*>(b.b.buf);
+    for (size_t w = 0; w < allowed.size(); ++w) {
+        uint64_t x = allowed[w];
+        while (x) {
+            int bit = __builtin_ctzll(x);
+            int64_t rank = (int64_t)(w * 64 + bit);
+            if (rank < v.n) {
+                int64_t id = v.ids[rank];
+                if (id >= 0 && id < v.size && !o[id]) { o[id] = 1; ++count; }
+            }
+            x &= x - 1;
+        }
+    }
+    return Py_BuildValue("LLLO", (long long)count, (long long)cands, (long long)sim, eager_used ? Py_True : Py_False);
+}
+
+static PyObject* Rec_get_finished(RecObject* self, void*) { return PyBool_FromLong(self->r->finished); }
+static PyObject* Rec_get_accepting(RecObject* self, void*) { return PyBool_FromLong(self->r->accepting()); }
+static PyObject* Rec_get_stats_before(RecObject* self, void*) {
+    return Py_BuildValue("(LL)", (long long)self->r->sb_sets, (long long)self->r->sb_items);
+}
+static PyObject* Rec_get_stats_after(RecObject* self, void*) {
+    return Py_BuildValue("(LL)", (long long)self->r->sa_sets, (long long)self->r->sa_items);
+}
+static PyObject* Rec_get_n_sets(RecObject* self, void*) { return PyLong_FromSize_t(self->r->cols.size()); }
+
+static PyMethodDef Rec_methods[] = {
+    {"reset", (PyCFunction)Rec_reset, METH_NOARGS, "back to the first Earley set"},
+    {"accept_bytes", (PyCFunction)Rec_accept_bytes, METH_O, "advance by the bytes of one token"},
+    {"state_key", (PyCFunction)Rec_state_key, METH_NOARGS, "the state cache's key (interned Earley sets)"},
+    {"n_items", (PyCFunction)Rec_n_items, METH_NOARGS, "live items in all retained sets"},
+    {"can_accept_more", (PyCFunction)Rec_can_accept_more, METH_NOARGS, "some terminal may scan a byte"},
+    {"first_bytes", (PyCFunction)Rec_first_bytes, METH_NOARGS, "bytes some post-dot terminal accepts next"},
+    {"compute_mask", (PyCFunction)Rec_compute_mask, METH_VARARGS, "write the allowed token ids into a bool buffer"},
+    {nullptr, nullptr, 0, nullptr}};
+
+static PyGetSetDef Rec_getset[] = {
+    {"finished", (getter)Rec_get_finished, nullptr, "no byte may follow (kbnf's or our end policy)", nullptr},
+    {"accepting", (getter)Rec_get_accepting, nullptr, "the text so far is a sentence of the grammar", nullptr},
+    {"stats_before", (getter)Rec_get_stats_before, nullptr, "(sets, items) before the last compaction", nullptr},
+    {"stats_after", (getter)Rec_get_stats_after, nullptr, "(sets, items) after the last token", nullptr},
+    {"n_sets", (getter)Rec_get_n_sets, nullptr, "retained Earley sets", nullptr},
+    {nullptr, nullptr, nullptr, nullptr, nullptr}};
+
+static PyTypeObject RecType = {PyVarObject_HEAD_INIT(nullptr, 0)};
+
+static struct PyModuleDef moduledef = {PyModuleDef_HEAD_INIT, "_zfcore",
+                                       "ZapFormat's compiled core: Earley recogniser and token masks (C++).", -1,
+                                       nullptr};
+
+}  // namespace
+
+PyMODINIT_FUNC PyInit__zfcore(void) {
+    VocabType.tp_name = "_zfcore.Vocab";
+    VocabType.tp_basicsize = sizeof(VocabObject);
+    VocabType.tp_flags = Py_TPFLAGS_DEFAULT;
+    VocabType.tp_new = PyType_GenericNew;
+    VocabType.tp_init = (initproc)Vocab_init;
+    VocabType.tp_dealloc = (destructor)Vocab_dealloc;
+    VocabType.tp_doc = "token bytes in rank order";
+
+    CoreType.tp_name = "_zfcore.Core";
+    CoreType.tp_basicsize = sizeof(CoreObject);
+    CoreType.tp_flags = Py_TPFLAGS_DEFAULT;
+    CoreType.tp_new = PyType_GenericNew;
+    CoreType.tp_init = (initproc)Core_init;
+    CoreType.tp_dealloc = (destructor)Core_dealloc;
+    CoreType.tp_methods = Core_methods;
+    CoreType.tp_doc = "a grammar compiled against one vocabulary";
+
+    RecType.tp_name = "_zfcore.Recognizer";
+    RecType.tp_basicsize = sizeof(RecObject);
+    RecType.tp_flags = Py_TPFLAGS_DEFAULT;
+    RecType.tp_new = PyType_GenericNew;
+    RecType.tp_init = (initproc)Rec_init;
+    RecType.tp_dealloc = (destructor)Rec_dealloc;
+    RecType.tp_methods = Rec_methods;
+    RecType.tp_getset = Rec_getset;
+    RecType.tp_doc = "the Earley-set stack of one constrained generation";
+
+    if (PyType_Ready(&VocabType) < 0 || PyType_Ready(&CoreType) < 0 || PyType_Ready(&RecType) < 0) return nullptr;
+    PyObject* m = PyModule_Create(&moduledef);
+    if (!m) return nullptr;
+    Py_INCREF(&VocabType);
+    Py_INCREF(&CoreType);
+    Py_INCREF(&RecType);
+    if (PyModule_AddObject(m, "Vocab", (PyObject*)&VocabType) < 0 || PyModule_AddObject(m, "Core", (PyObject*)&CoreType) < 0 ||
+        PyModule_AddObject(m, "Recognizer", (PyObject*)&RecType) < 0)
+        return nullptr;
+    return m;
+}

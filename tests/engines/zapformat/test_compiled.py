@@ -1,0 +1,139 @@
+"""The compiled core (C++ ``_zfcore``) against the Python reference: identical masks at every step.
+
+Both engines walk the same token sequences in lockstep: every workload's valid and corrupted instances and every
+JSON Schema keyword case of the coverage tests (valid and invalid instances), under the ablation's configurations.
+At each step the masks must be equal, and so must everything the step reports (cache hit, allowed, candidates,
+simulated, eager use, Earley sets/items before and after), acceptance of the token, ``finished`` and ``accepting``.
+Invalid instances are walked past the first disallowed token through ``accept_token`` (the rejected path, which
+restores the state) while the two agree. Skipped (with the reason) when the extension is not built.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+
+import numpy as np
+import pytest
+
+from engines.zapformat import compiled
+from engines.zapformat.encoders import load_encoder
+from engines.zapformat.frontend import to_kbnf
+from engines.zapformat.masks import ConstrainedEngine, EngineConfig, compile_program
+from engines.zapformat.workloads import WORKLOADS
+
+from .test_json_schema_coverage import CASES
+
+VOCAB = "qwen2.5-mini"
+needs_core = pytest.mark.skipif(not compiled.available(), reason=f"compiled core not built: {compiled.IMPORT_ERROR}")
+
+CONFIGS = {
+    "default": EngineConfig(),
+    "kbnf-end": EngineConfig(stop_at_first_accept=True),
+    "nothing": EngineConfig(cache=False, compaction=False, rejected_prefix_cache=False, eager_regex_cache=False),
+    "eager-all": EngineConfig(eager_min_tokens=1),
+    "no-compaction": EngineConfig(compaction=False),
+}
+
+
+@pytest.fixture(scope="module")
+def enc():
+    return load_encoder(VOCAB)
+
+
+def _pair(kbnf: str, vocab, cfg: EngineConfig):
+    prog = compile_program(kbnf, vocab, cfg.eager_min_tokens, cfg.eager_regex_cache)
+    py = ConstrainedEngine(prog, dataclasses.replace(cfg, core="python"))
+    cc = ConstrainedEngine(prog, dataclasses.replace(cfg, core="compiled"))
+    assert py.core == "python" and cc.core == "compiled"
+    return py, cc
+
+
+def _stats(e):
+    d = dataclasses.asdict(e.last)
+    d.pop("mask_us")
+    return d
+
+
+def lockstep(py, cc, texts: list[str], encode, max_rejects: int = 3) -> int:
+    """Walk both engines through every text; return the number of compared masks."""
+    steps = 0
+    for text in texts:
+        py.reset()
+        cc.reset()
+        rejects = 0
+        for k, tok in enumerate(encode(text)):
+            a, b = py.compute_mask(), cc.compute_mask()
+            where = f"{text[:60]!r} token {k}"
+            np.testing.assert_array_equal(a, b, err_msg=where)
+            assert _stats(py) == _stats(cc), where
+            assert (py.hits, py.misses) == (cc.hits, cc.misses), where
+            steps += 1
+            ok_py, ok_cc = py.accept_token(tok), cc.accept_token(tok)
+            assert ok_py == ok_cc == bool(a[tok]), where
+            assert (py.finished, py.accepting) == (cc.finished, cc.accepting), where
+            if not ok_py:
+                rejects += 1
+                if rejects >= max_rejects:
+                    break
+        a, b = py.compute_mask(), cc.compute_mask()
+        np.testing.assert_array_equal(a, b, err_msg=f"{text[:60]!r} end")
+    return steps
+
+
+@needs_core
+@pytest.mark.parametrize("cfg", sorted(CONFIGS))
+@pytest.mark.parametrize("name", sorted(WORKLOADS))
+def test_workloads_identical_masks(enc, name, cfg):
+    w = WORKLOADS[name]
+    py, cc = _pair(w.grammar, enc.vocab, CONFIGS[cfg])
+    n = 2 if cfg in ("default", "kbnf-end") else 1
+    texts = w.instances(n, seed=5) + w.invalid_instances(n, seed=5)
+    # twice: the second walk of the same engines runs on warm caches (hits must coincide too)
+    assert lockstep(py, cc, texts + texts[:1], enc.encode) > 10
+
+
+@needs_core
+@pytest.mark.parametrize("keyword, schema, valid, invalid", CASES, ids=[c[0] for c in CASES])
+def test_schema_keywords_identical_masks(enc, keyword, schema, valid, invalid):
+    kbnf = to_kbnf("json_schema", json.dumps(schema))
+    py, cc = _pair(kbnf, enc.vocab, EngineConfig())
+    assert lockstep(py, cc, valid + invalid, enc.encode) > 0
+
+
+@needs_core
+def test_shared_cache_across_rows_and_text_accept(enc):
+    """Rows sharing one state cache (the logits processor) and multi-token text: same masks, same hits."""
+    w = WORKLOADS["orders"]
+    prog = compile_program(w.grammar, enc.vocab)
+    for core in ("python", "compiled"):
+        rows = [ConstrainedEngine(prog, EngineConfig(core=core)) for _ in range(2)]
+        rows[1].cache = rows[0].cache
+        text = w.instances(1, seed=9)[0].encode()
+        for e in rows:
+            assert e.accept_text(text[:7]) and not e.accept_text(b"\x00")
+        masks = [e.compute_mask() for e in rows]
+        assert rows[1].last.cache_hit and np.array_equal(masks[0], masks[1])
+        if core == "python":
+            ref = masks[0]
+        else:
+            np.testing.assert_array_equal(ref, masks[0])
+
+
+def test_core_setting_and_fallback(monkeypatch, caplog):
+    with pytest.raises(ValueError, match="unknown ZapFormat core"):
+        compiled.resolve("fast")
+    assert compiled.resolve("python") == "python"
+    monkeypatch.setenv("ZAPFORMAT_CORE", "python")
+    assert compiled.resolve("auto") == "python"
+    monkeypatch.delenv("ZAPFORMAT_CORE")
+    assert compiled.resolve("auto") == ("compiled" if compiled.available() else "python")
+    # Without the extension: "auto" falls back to Python with a logged warning; "compiled" is a clear error.
+    monkeypatch.setattr(compiled, "_zfcore", None)
+    monkeypatch.setattr(compiled, "IMPORT_ERROR", "ImportError: test")
+    monkeypatch.setattr(compiled, "_warned", False)
+    with caplog.at_level(logging.WARNING, logger="engines.zapformat.compiled"):
+        assert compiled.resolve("auto") == "python"
+    assert "compiled core" in caplog.text and "Python" in caplog.text
+    with pytest.raises(RuntimeError, match="not built"):
+        compiled.resolve("compiled")
