@@ -103,14 +103,19 @@ struct Column {
 using ColPtr = std::shared_ptr<Column>;
 
 // ------------------------------------------------------------------------------------------------ vocabulary
+struct EagerEntry;
+
 struct VocabData {
     std::string pool;                 // token bytes in rank (byte) order, concatenated
     std::vector<int64_t> off;         // n + 1 offsets
     std::vector<int64_t> ids;         // rank -> token id
     std::vector<int32_t> lcp;         // common prefix length with the previous rank
-    int64_t n = 0, size = 0;
+    std::vector<int32_t> rank_of_id;  // token id -> rank, -1 for ids without bytes (specials, gaps)
+    int64_t n = 0, size = 0, max_len = 0;
     int32_t lo[256], hi[256];         // tokens whose first byte is b: ranks [lo, hi)
     size_t words = 0;
+    // eager-cache walks keyed by canonical sub-automaton, shared by every grammar over this vocabulary
+    std::unordered_map<std::string, std::shared_ptr<const EagerEntry>> eager_shared;
     const uint8_t* tok(int64_t r) const { return reinterpret_cast<const uint8_t*>(pool.data()) + off[r]; }
     int64_t len(int64_t r) const { return off[r + 1] - off[r]; }
 };
@@ -121,12 +126,14 @@ struct DFAData {
     std::vector<int32_t> trans;       // n_states * 256
     std::vector<uint8_t> accepting, live_out;
     std::vector<uint64_t> first;      // n_states * 4 words: bytes with a live transition
-    std::vector<int32_t> eager;       // per state: index into CoreData::eager, or -1
+    std::vector<int32_t> eager;       // per state: index into CoreData::eager, -1 none, -2 not built yet
 };
 
 struct EagerEntry {
     std::vector<uint64_t> allowed, disallowed;
+    int64_t na = 0, nd = 0;  // tokens in each set
 };
+constexpr size_t EAGER_SHARED_MAX = 4096;  // walks shared by the grammars of one vocabulary (about 12 KB each)
 
 struct CoreData {
     std::vector<uint8_t> kind, is_last, adv_done;
@@ -135,11 +142,140 @@ struct CoreData {
     std::string lit_pool;
     std::vector<DFAData> dfas;
     int32_t start = 0, n_nt = 0;
+    bool eager_planned = false, pred_st_zero = true;
     std::shared_ptr<VocabData> vocab;
-    std::vector<EagerEntry> eager;
+    std::vector<std::shared_ptr<const EagerEntry>> eager;
+    int64_t eager_min_tokens = 1000;
+    std::vector<int32_t> walk_state;
+    std::vector<uint8_t> walk_acc;
     // interned column item sets (shared by every recogniser of this grammar, so equal states get equal keys)
     std::unordered_map<std::string, int32_t> intern;
 };
+
+// ------------------------------------------------------------------------------------------------ eager cache
+// masks.eager_regex_cache for one (regex, state): the tokens the DFA keeps alive over all their bytes, and the
+// tokens on which it dies before having passed an accepting state (the start state does not count). Stored only
+// when either set has at least min_tokens tokens. Built lazily, the first time a mask meets the state: an entry
+// exists exactly when the Python table (built for every state at compile time) has it, so masks are identical.
+// Tokens are walked in rank order, sharing the common prefix with the previous token.
+std::shared_ptr<const EagerEntry> walk_eager(CoreData& g, const DFAData& d, int32_t s) {
+    const VocabData& v = *g.vocab;
+    size_t W = v.words;
+    auto e = std::make_shared<EagerEntry>();
+    std::vector<uint64_t>& a = e->allowed;
+    std::vector<uint64_t>& dis = e->disallowed;
+    a.assign(W, 0);
+    dis.assign(W, 0);
+    int64_t na = 0, nd = 0;
+    std::vector<int32_t>& cur = g.walk_state;
+    std::vector<uint8_t>& acc = g.walk_acc;
+    cur.resize((size_t)v.max_len + 1);
+    acc.resize((size_t)v.max_len + 1);
+    cur[0] = s;
+    acc[0] = 0;
+    int64_t alive_depth = 0;  // cur[0..alive_depth] hold the previous token's states
+    const int32_t* row0 = &d.trans[(size_t)s * 256];
+    for (int64_t r = 0; r < v.n; ++r) {
+        const uint8_t* t = v.tok(r);
+        int64_t len = v.len(r);
+        if (row0[t[0]] < 0) {  // the whole first-byte bucket dies on its first byte: disallowed (no accept seen)
+            int64_t hi = v.hi[t[0]];
+            for (int64_t q = r; q < hi; ++q) dis[q >> 6] |= 1ULL << (q & 63);
+            nd += hi - r;
+            r = hi - 1;
+            alive_depth = 0;
+            continue;
+        }
+        int64_t i = r == 0 ? 0 : std::min<int64_t>(v.lcp[r], alive_depth);
+        bool dead = false;
+        for (; i < len; ++i) {
+            int32_t nxt = d.trans[(size_t)cur[i] * 256 + t[i]];
+            if (nxt < 0) { dead = true; break; }
+            cur[i + 1] = nxt;
+            acc[i + 1] = acc[i] | d.accepting[nxt];
+        }
+        if (dead) {
+            alive_depth = i;
+            const bool d_ = !acc[i];
+            if (d_) { dis[r >> 6] |= 1ULL << (r & 63); ++nd; }
+            // the next tokens sharing these i + 1 bytes die on the same byte, with the same verdict
+            while (r + 1 < v.n && v.lcp[r + 1] > i) {
+                ++r;
+                if (d_) { dis[r >> 6] |= 1ULL << (r & 63); ++nd; }
+            }
+        } else {
+            alive_depth = len;
+            a[r >> 6] |= 1ULL << (r & 63);
+            ++na;
+        }
+    }
+    e->na = na;
+    e->nd = nd;
+    return e;
+}
+
+// The sub-automaton reachable from state s, renumbered in breadth-first order (accepting flags and rows): two
+// states with the same form accept and reject exactly the same tokens, so they share one walk. False when more
+// than CANON_MAX states are reachable (then the state is walked for this grammar alone).
+constexpr size_t CANON_MAX = 64;
+bool canonical(const DFAData& d, int32_t s, std::string& key) {
+    std::vector<int32_t> order{s};
+    std::unordered_map<int32_t, int32_t> num{{s, 0}};
+    std::vector<int32_t> row(257);
+    key.clear();
+    for (size_t q = 0; q < order.size(); ++q) {
+        int32_t st = order[q];
+        row[0] = d.accepting[st];
+        for (int b = 0; b < 256; ++b) {
+            int32_t t = d.trans[(size_t)st * 256 + b];
+            if (t < 0) { row[b + 1] = -1; continue; }
+            auto it = num.find(t);
+            if (it == num.end()) {
+                if (order.size() >= CANON_MAX) return false;
+                it = num.emplace(t, (int32_t)order.size()).first;
+                order.push_back(t);
+            }
+            row[b + 1] = it->second;
+        }
+        key.append(reinterpret_cast<const char*>(row.data()), row.size() * sizeof(int32_t));
+    }
+    return true;
+}
+
+int32_t eager_entry(CoreData& g, DFAData& d, int32_t s) {
+    int32_t& slot = d.eager[s];
+    if (slot != -2) return slot;
+    VocabData& v = *g.vocab;
+    std::string key;
+    std::shared_ptr<const EagerEntry> e;
+    bool canon = canonical(d, s, key);
+    if (canon) {
+        auto it = v.eager_shared.find(key);
+        if (it != v.eager_shared.end()) e = it->second;
+    }
+    if (!e) {
+        e = walk_eager(g, d, s);
+        if (canon && v.eager_shared.size() < EAGER_SHARED_MAX) v.eager_shared.emplace(std::move(key), e);
+    }
+    if (e->na >= g.eager_min_tokens || e->nd >= g.eager_min_tokens) {
+        slot = (int32_t)g.eager.size();
+        g.eager.push_back(std::move(e));
+    } else {
+        slot = -1;
+    }
+    return slot;
+}
+
+// Which regexes the eager cache covers (masks.eager_regex_cache's caps, in regex order).
+void plan_eager(CoreData& g, int64_t max_states, int64_t max_total) {
+    if (g.vocab->n == 0) return;
+    int64_t total = 0;
+    for (DFAData& d : g.dfas) {
+        if (d.n_states > max_states || total + d.n_states > max_total) continue;
+        total += d.n_states;
+        d.eager.assign(d.n_states, -2);
+    }
+}
 
 // ------------------------------------------------------------------------------------------------ recogniser
 class Recognizer {
@@ -147,6 +283,7 @@ class Recognizer {
     Recognizer(std::shared_ptr<CoreData> g, bool compaction, bool stop_first)
         : g_(std::move(g)), compaction_(compaction), stop_first_(stop_first) {
         done_stamp_.assign(g_->n_nt, 0u);
+        dp_stamp_.assign(g_->kind.size(), 0u);
         reset();
     }
 
@@ -159,8 +296,7 @@ class Recognizer {
     void reset() {
         cols.clear();
         cols.push_back(newcol());
-        std::vector<Item> none;
-        predict(*cols[0], 0, none);
+        predict(*cols[0], 0);
         finished = false;
         sb_sets = sa_sets = 1;
         sb_items = sa_items = (int64_t)cols[0]->items.size();
@@ -195,8 +331,7 @@ class Recognizer {
             fin = fin || col->finished_here;
         }
         Column& last = *cols.back();
-        std::vector<Item> items(last.items);
-        predict(last, (int32_t)cols.size() - 1, items);
+        predict(last, (int32_t)cols.size() - 1);
         sa_sets = (int64_t)cols.size();
         sa_items = n_items();
         if (!compaction_) { sb_sets = sa_sets; sb_items = sa_items; }
@@ -223,7 +358,7 @@ class Recognizer {
     // The mask over ranks (masks.ConstrainedEngine._allowed_ranks): result in `allowed` (bitset over ranks).
     void allowed_ranks(bool use_eager, bool use_rpc, std::vector<uint64_t>& allowed, int64_t& candidates,
                        int64_t& simulated, bool& eager_used) {
-        const CoreData& g = *g_;
+        CoreData& g = *g_;
         const VocabData& v = *g.vocab;
         size_t W = v.words;
         std::vector<uint64_t> cands(W, 0), undet;
@@ -234,15 +369,18 @@ class Recognizer {
         allowed.assign(W, 0);
         undet = cands;
         eager_used = false;
-        if (use_eager && !g.eager.empty()) {
+        if (use_eager && g.eager_planned) {
             bool all_regex = true, used = false;
             std::vector<uint64_t> dis(W, ~0ULL);
             for (const Item& it : cols.back()->scan) {
                 int32_t e = -1;
-                if (g.kind[it.dp] == K_RE) e = g.dfas[g.value[it.dp]].eager[it.st];
+                if (g.kind[it.dp] == K_RE) {
+                    DFAData& d = g.dfas[g.value[it.dp]];
+                    if (!d.eager.empty()) e = eager_entry(g, d, it.st);
+                }
                 if (e < 0) { all_regex = false; continue; }
                 used = true;
-                const EagerEntry& en = g.eager[e];
+                const EagerEntry& en = *g.eager[e];
                 for (size_t w = 0; w < W; ++w) { allowed[w] |= en.allowed[w]; dis[w] &= en.disallowed[w]; }
             }
             if (used) {
@@ -271,8 +409,8 @@ class Recognizer {
   private:
     std::vector<ColPtr> pool_;
     ItemSet pseen_, sseen_, cseen_, done_pairs_;
-    std::vector<uint32_t> done_stamp_;
-    uint32_t done_gen_ = 0;
+    std::vector<uint32_t> done_stamp_, dp_stamp_;
+    uint32_t done_gen_ = 0, dp_gen_ = 0;
     std::vector<Item> new_;
     std::vector<std::pair<int32_t, int32_t>> todo_;
     std::vector<std::pair<Column*, int32_t>> path_;
@@ -304,32 +442,46 @@ class Recognizer {
     }
 
     // earley.Recognizer._predict
-    void predict(Column& col, int32_t index, const std::vector<Item>& items) {
+    void predict(Column& col, int32_t index) {
+        // In place on col.items (earley.Recognizer._predict is always called with the column's own items).
+        // A column predicted for the first time holds no item whose ret column is its own index (they all come
+        // from older columns), and every prediction table entry has state 0: predictions are then deduplicated
+        // by their dotted position alone. Otherwise (the rare second prediction) through a full item set.
         const CoreData& g = *g_;
-        pseen_.clear();
-        for (const Item& it : items) pseen_.insert(it);
-        std::vector<Item> out(items);
+        std::vector<Item>& out = col.items;
+        const size_t n0 = out.size();
+        const bool fast = !col.predicted && g.pred_st_zero;
+        if (fast) {
+            if (++dp_gen_ == 0) { std::fill(dp_stamp_.begin(), dp_stamp_.end(), 0u); dp_gen_ = 1; }
+        } else {
+            pseen_.clear();
+            for (const Item& it : out) pseen_.insert(it);
+        }
         if (++done_gen_ == 0) { std::fill(done_stamp_.begin(), done_stamp_.end(), 0u); done_gen_ = 1; }
-        for (const Item& it : items) {
-            if (g.kind[it.dp] != K_NT) continue;
-            int32_t nt = g.value[it.dp];
-            if (done_stamp_[nt] == done_gen_) continue;
-            done_stamp_[nt] = done_gen_;
-            for (int32_t k = g.pred_off[nt]; k < g.pred_off[nt + 1]; ++k) {
-                int32_t pdp = g.pred_dp[k];
+        auto add = [&](int32_t k) {
+            int32_t pdp = g.pred_dp[k];
+            if (fast) {
+                if (dp_stamp_[pdp] == dp_gen_) return;
+                dp_stamp_[pdp] = dp_gen_;
+                out.push_back(Item{pdp, 0, g.lhs[pdp], index});
+            } else {
                 Item nw{pdp, g.pred_st[k], g.lhs[pdp], index};
                 if (pseen_.insert(nw)) out.push_back(nw);
             }
+        };
+        for (size_t q = 0; q < n0; ++q) {
+            const int32_t dp = out[q].dp;
+            if (g.kind[dp] != K_NT) continue;
+            int32_t nt = g.value[dp];
+            if (done_stamp_[nt] == done_gen_) continue;
+            done_stamp_[nt] = done_gen_;
+            for (int32_t k = g.pred_off[nt]; k < g.pred_off[nt + 1]; ++k) add(k);
         }
-        if (index == 0 && items.empty()) {
+        if (index == 0 && n0 == 0) {
             int32_t nt = g.start;
-            for (int32_t k = g.pred_off[nt]; k < g.pred_off[nt + 1]; ++k) {
-                int32_t pdp = g.pred_dp[k];
-                Item nw{pdp, g.pred_st[k], g.lhs[pdp], 0};
-                if (pseen_.insert(nw)) out.push_back(nw);
-            }
+            for (int32_t k = g.pred_off[nt]; k < g.pred_off[nt + 1]; ++k) add(k);
         }
-        col.items = std::move(out);
+
         for (const Item& it : col.items) {
             if (g.kind[it.dp] == K_NT) col.pd_raw.push_back(it);
             else col.scan.push_back(it);
@@ -396,10 +548,7 @@ class Recognizer {
     Column* step(uint8_t byte, bool compact) {
         const CoreData& g = *g_;
         Column& last = *cols.back();
-        if (!last.predicted) {
-            std::vector<Item> items(last.items);
-            predict(last, (int32_t)cols.size() - 1, items);
-        }
+        if (!last.predicted) predict(last, (int32_t)cols.size() - 1);
         new_.clear();
         sseen_.clear();
         todo_.clear();
@@ -503,61 +652,6 @@ class Recognizer {
     }
 };
 
-// ------------------------------------------------------------------------------------------------ eager cache
-// masks.eager_regex_cache: per DFA state, the tokens it keeps alive over all their bytes and the tokens on which
-// it dies before having passed an accepting state. Tokens are walked in rank order sharing common prefixes.
-void build_eager(CoreData& g, int64_t min_tokens, int64_t max_states, int64_t max_total) {
-    const VocabData& v = *g.vocab;
-    if (v.n == 0) return;
-    int64_t total = 0;
-    size_t W = v.words;
-    int64_t maxlen = 0;
-    for (int64_t r = 0; r < v.n; ++r) maxlen = std::max(maxlen, v.len(r));
-    std::vector<int32_t> cur(maxlen + 1);
-    std::vector<uint8_t> acc(maxlen + 1);
-    for (DFAData& d : g.dfas) {
-        if (d.n_states > max_states || total + d.n_states > max_total) continue;
-        total += d.n_states;
-        for (int32_t s = 0; s < d.n_states; ++s) {
-            std::vector<uint64_t> a(W, 0), dis(W, 0);
-            int64_t na = 0, nd = 0;
-            // cur[i]: state after i bytes of the current token (valid for i <= alive_depth)
-            cur[0] = s;
-            acc[0] = 0;
-            int64_t alive_depth = 0;  // bytes of the previous token walked while alive
-            bool prev_dead = false;
-            int64_t prev_len = 0;
-            for (int64_t r = 0; r < v.n; ++r) {
-                const uint8_t* t = v.tok(r);
-                int64_t len = v.len(r);
-                int64_t k = r == 0 ? 0 : std::min<int64_t>(v.lcp[r], alive_depth);
-                (void)prev_len;
-                (void)prev_dead;
-                bool dead = false;
-                int64_t i = k;
-                for (; i < len; ++i) {
-                    int32_t nxt = d.trans[(size_t)cur[i] * 256 + t[i]];
-                    if (nxt < 0) { dead = true; break; }
-                    cur[i + 1] = nxt;
-                    acc[i + 1] = acc[i] | d.accepting[nxt];
-                }
-                if (dead) {
-                    alive_depth = i;
-                    if (!acc[i]) { dis[r >> 6] |= 1ULL << (r & 63); ++nd; }
-                } else {
-                    alive_depth = len;
-                    a[r >> 6] |= 1ULL << (r & 63);
-                    ++na;
-                }
-            }
-            if (na >= min_tokens || nd >= min_tokens) {
-                d.eager[s] = (int32_t)g.eager.size();
-                g.eager.push_back(EagerEntry{std::move(a), std::move(dis)});
-            }
-        }
-    }
-}
-
 // ------------------------------------------------------------------------------------------------ Python types
 struct Buf {
     Py_buffer b{};
@@ -618,6 +712,10 @@ static int Vocab_init(VocabObject* self, PyObject* args, PyObject*) {
     }
     v->size = size;
     v->words = (size_t)((v->n + 63) / 64);
+    v->rank_of_id.assign((size_t)std::max<int64_t>(size, 0), -1);
+    for (int64_t r = 0; r < v->n; ++r)
+        if (v->ids[r] >= 0 && v->ids[r] < size) v->rank_of_id[(size_t)v->ids[r]] = (int32_t)r;
+    for (int64_t r = 0; r < v->n; ++r) v->max_len = std::max(v->max_len, v->len(r));
     v->lcp.assign((size_t)v->n, 0);
     for (int64_t r = 1; r < v->n; ++r) {
         const uint8_t *a = v->tok(r - 1), *b = v->tok(r);
@@ -682,6 +780,12 @@ static int Core_init(CoreObject* self, PyObject* args, PyObject*) {
     }
     g->start = start;
     g->n_nt = n_nt;
+    for (int32_t st : g->pred_st) g->pred_st_zero = g->pred_st_zero && st == 0;
+    for (int32_t dp : g->pred_dp)
+        if (dp < 0 || (size_t)dp >= n) {
+            PyErr_SetString(PyExc_ValueError, "Core: predicted position out of range");
+            return -1;
+        }
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(regexes); ++i) {
         PyObject* t = PyList_GET_ITEM(regexes, i);
         PyObject *tr, *ac;
@@ -701,7 +805,6 @@ static int Core_init(CoreObject* self, PyObject* args, PyObject*) {
                     d.live_out[s] = 1;
                     d.first[(size_t)s * 4 + (b >> 6)] |= 1ULL << (b & 63);
                 }
-        d.eager.assign(d.n_states, -1);
         g->dfas.push_back(std::move(d));
     }
     for (size_t dp = 0; dp < n; ++dp) {  // bounds: a bad table must not crash the process
@@ -719,10 +822,10 @@ static int Core_init(CoreObject* self, PyObject* args, PyObject*) {
         }
     }
     g->vocab = *((VocabObject*)vocab)->v;
+    g->eager_min_tokens = min_tokens;
     if (eager) {
-        Py_BEGIN_ALLOW_THREADS
-        build_eager(*g, min_tokens, max_states, max_total);
-        Py_END_ALLOW_THREADS
+        plan_eager(*g, max_states, max_total);
+        g->eager_planned = true;
     }
     delete self->g;
     self->g = new std::shared_ptr<CoreData>(std::move(g));
@@ -813,18 +916,15 @@ static PyObject* Rec_compute_mask(RecObject* self, PyObject* args) {
     int64_t cands = 0, sim = 0, count = 0;
     bool eager_used = false;
     r.allowed_ranks(use_eager != 0, use_rpc != 0, allowed, cands, sim, eager_used);
+    // in token-id order (sequential writes; the rank bitset is small enough to stay in cache)
     uint8_t* o = static_cast<uint8_t*>(b.b.buf);
-    for (size_t w = 0; w < allowed.size(); ++w) {
-        uint64_t x = allowed[w];
-        while (x) {
-            int bit = __builtin_ctzll(x);
-            int64_t rank = (int64_t)(w * 64 + bit);
-            if (rank < v.n) {
-                int64_t id = v.ids[rank];
-                if (id >= 0 && id < v.size && !o[id]) { o[id] = 1; ++count; }
-            }
-            x &= x - 1;
-        }
+    const int32_t* rk = v.rank_of_id.data();
+    const uint64_t* al = allowed.data();
+    for (int64_t id = 0; id < v.size; ++id) {
+        int32_t rank = rk[id];
+        uint8_t bit = rank >= 0 ? (uint8_t)((al[rank >> 6] >> (rank & 63)) & 1) : 0;
+        o[id] |= bit;
+        count += bit;
     }
     return Py_BuildValue("LLLO", (long long)count, (long long)cands, (long long)sim, eager_used ? Py_True : Py_False);
 }

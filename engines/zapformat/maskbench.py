@@ -36,7 +36,7 @@ import numpy as np
 from .bench import _status_mb
 
 ENGINES = ["zapformat", "kbnf", "llguidance", "xgrammar"]
-LABELS = {"zapformat": "ZapFormat (ours)", "kbnf": "kbnf (our KBNF)", "llguidance": "LLGuidance", "xgrammar": "XGrammar",
+LABELS = {"zapformat": "ZapFormat (ours)", "zapformat-python": "ZapFormat, Python reference core", "kbnf": "kbnf (our KBNF)", "llguidance": "LLGuidance", "xgrammar": "XGrammar",
           "zapformat-bytes": "ZapFormat compiler, bytes only (no tokenizer, no masks)"}
 # Upstream: guide-ai/jsonschemabench maskbench/README.md, on all 11,306 schemas (see ../shared/corpora/README.md).
 UPSTREAM = {"llguidance": {"passing": 8909, "of": 11306, "tbm_p50_us": 46}, "xgrammar": {"passing": 8122, "of": 11306}}
@@ -192,6 +192,8 @@ def _our_kbnf(schema) -> str:
 
 
 class _Ours:
+    CORE = "auto"  # the compiled core when it is built (engines/zapformat/compiled.py)
+
     def __init__(self, schema, ctx):
         from .masks import ConstrainedEngine, EngineConfig
 
@@ -199,7 +201,8 @@ class _Ours:
 
         # Suite schemas are tiny: skip the eager regex cache (masks are identical with or without it). End policy:
         # the default (a top-level scalar such as 123 may go on after its first digit, as in LLGuidance and XGrammar).
-        self.e = ConstrainedEngine.build(kbnf_text, ctx["vocab"], EngineConfig(eager_regex_cache=not ctx.get("suite")))
+        self.e = ConstrainedEngine.build(kbnf_text, ctx["vocab"], EngineConfig(eager_regex_cache=not ctx.get("suite"),
+                                                                                core=self.CORE))
         self.m = None
 
     def reset(self):
@@ -213,6 +216,12 @@ class _Ours:
 
     def can_end(self) -> bool:
         return self.e.finished or self.e.rec.accepting
+
+
+class _OursPython(_Ours):
+    """The Python reference core (``--engines zapformat-python``): same masks, for the speed comparison."""
+
+    CORE = "python"
 
 
 class _Kbnf:
@@ -346,7 +355,7 @@ class _Bytes:
         return self.rec.cols[-1].finished_here
 
 
-SESSIONS = {"zapformat": _Ours, "kbnf": _Kbnf, "llguidance": _LLG, "xgrammar": _XG, "zapformat-bytes": _Bytes}
+SESSIONS = {"zapformat": _Ours, "zapformat-python": _OursPython, "kbnf": _Kbnf, "llguidance": _LLG, "xgrammar": _XG, "zapformat-bytes": _Bytes}
 
 
 def run_unit(engine: str, unit: dict, ctx: dict) -> dict:
@@ -465,7 +474,7 @@ class _Pool:
 
 
 def available(engine: str) -> str | None:
-    mod = {"zapformat": "numpy", "kbnf": "kbnf", "llguidance": "llguidance", "xgrammar": "xgrammar",
+    mod = {"zapformat": "numpy", "zapformat-python": "numpy", "kbnf": "kbnf", "llguidance": "llguidance", "xgrammar": "xgrammar",
            "zapformat-bytes": "numpy"}[engine]
     try:
         __import__(mod)
