@@ -46,6 +46,21 @@ RUN --mount=type=secret,id=pip_ca --mount=type=secret,id=pip_conf \
     rm -rf /tmp/deps /root/.cache
 
 # ---------------------------------------------------------------------------------------------------------------
+FROM runtime AS native
+# ZapFormat's compiled core (engines/zapformat/_zfcore.cpp, a plain CPython C++ extension; setup.py): built here
+# with g++ and the Python headers, which the runtime image does not carry; only the .so goes into the app. Without
+# it the engine would fall back to its Python reference (same masks, slower) with a logged warning.
+RUN set -eux; export DEBIAN_FRONTEND=noninteractive; apt-get update; pkgs="g++"; \
+    python3.11 -c "import os, sysconfig; assert os.path.exists(os.path.join(sysconfig.get_paths()['include'], 'Python.h'))" \
+        || pkgs="$pkgs python3.11-dev"; \
+    apt-get install -y --no-install-recommends $pkgs; rm -rf /var/lib/apt/lists/*
+WORKDIR /tmp/native
+COPY setup.py pyproject.toml README.md ./
+COPY engines/zapformat/_zfcore.cpp engines/zapformat/
+RUN set -eux; python3.11 -m venv /tmp/bv; /tmp/bv/bin/python setup.py build_ext --inplace; \
+    ls engines/zapformat/_zfcore*.so
+
+# ---------------------------------------------------------------------------------------------------------------
 FROM deps AS app
 # HOME is the user's (Hugging Face runs the container as uid 1000); caches and jobs go to /home/user/data.
 ENV PATH=/opt/venv/bin:$PATH PYTHONPATH=/home/user/app HOME=/home/user PYTHONUNBUFFERED=1 \
@@ -60,6 +75,7 @@ COPY static ./static
 COPY docs ./docs
 COPY workers ./workers
 COPY engines ./engines
+COPY --from=native /tmp/native/engines/zapformat/ ./engines/zapformat/
 COPY app ./app
 RUN set -eu; \
     if [ ! -s release/RELEASE.json ]; then \
@@ -67,7 +83,8 @@ RUN set -eu; \
         exit 1; fi; \
     python -c "import json; from engines.common import release; a = release.read_release()['artifacts']; \
 [release.verify(*k.rsplit('/', 1)) for k in a]; print(f'model release v{release.version()}: {len(a)} artifacts verified')"; \
-    python -m compileall -q app engines workers
+    python -m compileall -q app engines workers; \
+    python -c "from engines.zapformat import compiled; assert compiled.available(), compiled.IMPORT_ERROR"
 USER user
 
 # ---------------------------------------------------------------------------------------------------------------
