@@ -271,6 +271,11 @@ def main():
     block = summary_block()  # the external benchmark (make bench-zapformat), from its stored results
     if block:
         rep.section(block)
+    from .bench_core import core_block
+
+    block = core_block()  # the compiled core against the Python reference and the peers (bench_core.py)
+    if block:
+        rep.section(block)
     return rep.write()
 
 
