@@ -916,15 +916,29 @@ static PyObject* Rec_compute_mask(RecObject* self, PyObject* args) {
     int64_t cands = 0, sim = 0, count = 0;
     bool eager_used = false;
     r.allowed_ranks(use_eager != 0, use_rpc != 0, allowed, cands, sim, eager_used);
-    // in token-id order (sequential writes; the rank bitset is small enough to stay in cache)
     uint8_t* o = static_cast<uint8_t*>(b.b.buf);
-    const int32_t* rk = v.rank_of_id.data();
-    const uint64_t* al = allowed.data();
-    for (int64_t id = 0; id < v.size; ++id) {
-        int32_t rank = rk[id];
-        uint8_t bit = rank >= 0 ? (uint8_t)((al[rank >> 6] >> (rank & 63)) & 1) : 0;
-        o[id] |= bit;
-        count += bit;
+    int64_t nbits = 0;
+    for (uint64_t x : allowed) nbits += __builtin_popcountll(x);
+    if (nbits * 8 < v.n) {  // sparse: scatter the set ranks
+        for (size_t w = 0; w < allowed.size(); ++w) {
+            uint64_t x = allowed[w];
+            while (x) {
+                int64_t rank = (int64_t)(w * 64 + __builtin_ctzll(x));
+                x &= x - 1;
+                if (rank >= v.n) continue;
+                int64_t id = v.ids[rank];
+                if (id >= 0 && id < v.size && !o[id]) { o[id] = 1; ++count; }
+            }
+        }
+    } else {  // dense: in token-id order (sequential writes; the rank bitset stays in cache)
+        const int32_t* rk = v.rank_of_id.data();
+        const uint64_t* al = allowed.data();
+        for (int64_t id = 0; id < v.size; ++id) {
+            int32_t rank = rk[id];
+            uint8_t bit = rank >= 0 ? (uint8_t)((al[rank >> 6] >> (rank & 63)) & 1) : 0;
+            count += bit & (uint8_t)!o[id];
+            o[id] |= bit;
+        }
     }
     return Py_BuildValue("LLLO", (long long)count, (long long)cands, (long long)sim, eager_used ? Py_True : Py_False);
 }
