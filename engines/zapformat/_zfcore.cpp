@@ -380,9 +380,13 @@ class Recognizer {
                 }
                 if (e < 0) { all_regex = false; continue; }
                 used = true;
-                const EagerEntry& en = *g.eager[e];
-                for (size_t w = 0; w < W; ++w) { allowed[w] |= en.allowed[w]; dis[w] &= en.disallowed[w]; }
+                const EagerEntry* en = g.eager[e].get();
+                // union and intersection are idempotent: an entry met again (a shared walk) changes nothing
+                if (std::find(applied_.begin(), applied_.end(), en) != applied_.end()) continue;
+                applied_.push_back(en);
+                for (size_t w = 0; w < W; ++w) { allowed[w] |= en->allowed[w]; dis[w] &= en->disallowed[w]; }
             }
+            applied_.clear();
             if (used) {
                 eager_used = true;
                 for (size_t w = 0; w < W; ++w) undet[w] &= ~allowed[w];
@@ -408,6 +412,7 @@ class Recognizer {
 
   private:
     std::vector<ColPtr> pool_;
+    std::vector<const EagerEntry*> applied_;
     ItemSet pseen_, sseen_, cseen_, done_pairs_;
     std::vector<uint32_t> done_stamp_, dp_stamp_;
     uint32_t done_gen_ = 0, dp_gen_ = 0;
