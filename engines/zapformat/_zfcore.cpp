@@ -683,6 +683,14 @@ bool to_vec(PyObject* o, std::vector<T>& out, const char* what) {
     return true;
 }
 
+#define ZF_READY(ptr, ret)                                                                   \
+    do {                                                                                     \
+        if (!(ptr)) {                                                                        \
+            PyErr_SetString(PyExc_RuntimeError, "_zfcore object used before __init__");      \
+            return ret;                                                                      \
+        }                                                                                    \
+    } while (0)
+
 typedef struct {
     PyObject_HEAD
     std::shared_ptr<VocabData>* v;
@@ -826,6 +834,7 @@ static int Core_init(CoreObject* self, PyObject* args, PyObject*) {
             return -1;
         }
     }
+    ZF_READY(((VocabObject*)vocab)->v, -1);
     g->vocab = *((VocabObject*)vocab)->v;
     g->eager_min_tokens = min_tokens;
     if (eager) {
@@ -842,7 +851,10 @@ static void Core_dealloc(CoreObject* self) {
     Py_TYPE(self)->tp_free((PyObject*)self);
 }
 
-static PyObject* Core_n_eager(CoreObject* self, PyObject*) { return PyLong_FromSize_t((*self->g)->eager.size()); }
+static PyObject* Core_n_eager(CoreObject* self, PyObject*) {
+    ZF_READY(self->g, nullptr);
+    return PyLong_FromSize_t((*self->g)->eager.size());
+}
 
 static PyMethodDef Core_methods[] = {
     {"n_eager", (PyCFunction)Core_n_eager, METH_NOARGS, "number of cached (regex, state) entries"},
@@ -855,6 +867,7 @@ static int Rec_init(RecObject* self, PyObject* args, PyObject*) {
     PyObject* core;
     int compaction, stop_first;
     if (!PyArg_ParseTuple(args, "O!pp", &CoreType, &core, &compaction, &stop_first)) return -1;
+    ZF_READY(((CoreObject*)core)->g, -1);
     delete self->r;
     self->r = new Recognizer(*((CoreObject*)core)->g, compaction != 0, stop_first != 0);
     return 0;
@@ -866,11 +879,13 @@ static void Rec_dealloc(RecObject* self) {
 }
 
 static PyObject* Rec_reset(RecObject* self, PyObject*) {
+    ZF_READY(self->r, nullptr);
     self->r->reset();
     Py_RETURN_NONE;
 }
 
 static PyObject* Rec_accept_bytes(RecObject* self, PyObject* arg) {
+    ZF_READY(self->r, nullptr);
     Buf b;
     if (!get_buf(arg, b)) return nullptr;
     bool ok = self->r->accept_bytes(static_cast<const uint8_t*>(b.b.buf), (size_t)b.b.len);
@@ -878,18 +893,24 @@ static PyObject* Rec_accept_bytes(RecObject* self, PyObject* arg) {
 }
 
 static PyObject* Rec_state_key(RecObject* self, PyObject*) {
+    ZF_READY(self->r, nullptr);
     Recognizer& r = *self->r;
     std::vector<int32_t> k(r.cols.size());
     for (size_t i = 0; i < r.cols.size(); ++i) k[i] = r.col_key(*r.cols[i]);
     return PyBytes_FromStringAndSize(reinterpret_cast<const char*>(k.data()), (Py_ssize_t)(k.size() * sizeof(int32_t)));
 }
 
-static PyObject* Rec_n_items(RecObject* self, PyObject*) { return PyLong_FromLongLong(self->r->n_items()); }
+static PyObject* Rec_n_items(RecObject* self, PyObject*) {
+    ZF_READY(self->r, nullptr);
+    return PyLong_FromLongLong(self->r->n_items());
+}
 static PyObject* Rec_can_accept_more(RecObject* self, PyObject*) {
+    ZF_READY(self->r, nullptr);
     return PyBool_FromLong(!self->r->cols.back()->scan.empty());
 }
 
 static PyObject* Rec_first_bytes(RecObject* self, PyObject*) {
+    ZF_READY(self->r, nullptr);
     uint64_t fb[4];
     self->r->first_bytes(fb);
     PyObject* s = PySet_New(nullptr);
@@ -906,6 +927,7 @@ static PyObject* Rec_first_bytes(RecObject* self, PyObject*) {
 // compute_mask(out: writable uint8/bool buffer over token ids, use_eager, use_rpc)
 //   -> (allowed count, candidates, simulated, eager_used); `out` must be zeroed by the caller
 static PyObject* Rec_compute_mask(RecObject* self, PyObject* args) {
+    ZF_READY(self->r, nullptr);
     PyObject* out;
     int use_eager, use_rpc;
     if (!PyArg_ParseTuple(args, "Opp", &out, &use_eager, &use_rpc)) return nullptr;
@@ -948,15 +970,20 @@ static PyObject* Rec_compute_mask(RecObject* self, PyObject* args) {
     return Py_BuildValue("LLLO", (long long)count, (long long)cands, (long long)sim, eager_used ? Py_True : Py_False);
 }
 
-static PyObject* Rec_get_finished(RecObject* self, void*) { return PyBool_FromLong(self->r->finished); }
-static PyObject* Rec_get_accepting(RecObject* self, void*) { return PyBool_FromLong(self->r->accepting()); }
+static PyObject* Rec_get_finished(RecObject* self, void*) {
+    ZF_READY(self->r, nullptr); return PyBool_FromLong(self->r->finished); }
+static PyObject* Rec_get_accepting(RecObject* self, void*) {
+    ZF_READY(self->r, nullptr); return PyBool_FromLong(self->r->accepting()); }
 static PyObject* Rec_get_stats_before(RecObject* self, void*) {
+    ZF_READY(self->r, nullptr);
     return Py_BuildValue("(LL)", (long long)self->r->sb_sets, (long long)self->r->sb_items);
 }
 static PyObject* Rec_get_stats_after(RecObject* self, void*) {
+    ZF_READY(self->r, nullptr);
     return Py_BuildValue("(LL)", (long long)self->r->sa_sets, (long long)self->r->sa_items);
 }
-static PyObject* Rec_get_n_sets(RecObject* self, void*) { return PyLong_FromSize_t(self->r->cols.size()); }
+static PyObject* Rec_get_n_sets(RecObject* self, void*) {
+    ZF_READY(self->r, nullptr); return PyLong_FromSize_t(self->r->cols.size()); }
 
 static PyMethodDef Rec_methods[] = {
     {"reset", (PyCFunction)Rec_reset, METH_NOARGS, "back to the first Earley set"},
