@@ -267,15 +267,16 @@ def build(params: BuildParams | dict | None = None, ctx=None) -> BuildResult:
         raw, ts = collect(pipe, [v[0] for v in val], hooks, p.steps, p.guidance, p.seed + 7919, Subprogress(ctx, 0.75, 0.97))
         vpath.parent.mkdir(parents=True, exist_ok=True)
         _save_tensors(vpath, {**raw, "timesteps": ts})
-    stats = {"timesteps": ts, "label_style": torch.tensor([v[2] for v in val]), "label_object": torch.tensor([v[1] for v in val])}
+    labels = {"style": torch.tensor([v[2] for v in val]), "object": torch.tensor([v[1] for v in val])}
+    per_prompt = {}
     for kind in KINDS:
         sae = TopKSae.load_from_disk(d / kind)
         a = raw[hook_of(p, kind)]  # [P, T, HW, C]
         with torch.no_grad():
             z = sae.encode(a.reshape(-1, a.shape[-1])).reshape(a.shape[0], a.shape[1], a.shape[2], -1)
-        stats[f"mu_{kind}"] = z.mean(2)
-        stats[f"raw_{kind}"] = a.clamp_min(0).mean(2)  # the same statistic on raw (rectified) channels
-    _save_tensors(d / "stats.safetensors", stats)
+        per_prompt[f"mu_{kind}"] = z.mean(2)
+        per_prompt[f"raw_{kind}"] = a.clamp_min(0).mean(2)  # the same statistic on raw (rectified) channels
+    _save_tensors(d / "stats.safetensors", concept_statistics(per_prompt, labels, ts))
     ref = None
     try:
         ref = _curve_plot(ctx, curves) if curves else None
@@ -288,6 +289,23 @@ def build(params: BuildParams | dict | None = None, ctx=None) -> BuildResult:
     _BUNDLES.pop(build_key(p), None)
     ctx.progress(1.0, f"built in {res.seconds:.0f} s")
     return res
+
+
+def concept_statistics(per_prompt: dict[str, torch.Tensor], labels: dict[str, torch.Tensor], ts: torch.Tensor) -> dict:
+    """μ(i, t, c): the per-prompt statistics [P, T, n] averaged over the prompts of each concept c → one row per
+    concept (``label_<kind>`` = its concept index). The statistics prompts are a full object × style × colour design,
+    so every concept has the same number of prompts and the mean over the other concepts' rows equals the mean over
+    their prompts: the importance scores are those of the per-prompt tensors, in a file ~P/C times smaller."""
+    out = {"timesteps": ts}
+    for kind, lab in labels.items():
+        concepts, counts = lab.unique(return_counts=True)
+        if len(set(counts.tolist())) != 1:
+            raise ValueError(f"unbalanced {kind} statistics prompts {dict(zip(concepts.tolist(), counts.tolist()))}")
+        out[f"label_{kind}"] = concepts
+        for name in ("mu", "raw"):
+            x = per_prompt[f"{name}_{kind}"].float()
+            out[f"{name}_{kind}"] = torch.stack([x[lab == c].mean(0) for c in concepts])
+    return out
 
 
 def _curve_plot(ctx, curves: dict[str, list[float]]) -> str:
@@ -311,9 +329,9 @@ def _curve_plot(ctx, curves: dict[str, list[float]]) -> str:
 
 @dataclass
 class Stats:
-    mu: torch.Tensor  # [P, T, n] SAE latents
-    raw: torch.Tensor  # [P, T, C] rectified channels
-    labels: torch.Tensor  # [P] concept index (into STYLES or OBJECTS)
+    mu: torch.Tensor  # [R, T, n] SAE latents: one row per concept (or per prompt, in builds before the release)
+    raw: torch.Tensor  # [R, T, C] rectified channels
+    labels: torch.Tensor  # [R] concept index (into STYLES or OBJECTS)
     timesteps: torch.Tensor  # [T]
 
 

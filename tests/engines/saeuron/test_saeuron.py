@@ -246,3 +246,22 @@ def test_released_build_installs_without_training_and_damage_is_reported(bundle,
         shutil.rmtree(d, ignore_errors=True)
         shutil.move(str(saved), d)
         PL._BUNDLES.clear()
+
+
+def test_concept_statistics_keep_the_importance_scores():
+    """Stored per concept (the paper's μ(i, t, c)) instead of per prompt: on a balanced design every importance
+    score and every selected feature is the same; an unbalanced design is refused (the identity would not hold)."""
+    from engines.saeuron.pipeline import concept_statistics
+
+    g = torch.Generator().manual_seed(0)
+    P, T, n = 24, 5, 40
+    lab = torch.arange(P) % 4
+    per = {"mu_style": torch.rand(P, T, n, generator=g) ** 4, "raw_style": torch.rand(P, T, 8, generator=g)}
+    out = concept_statistics(per, {"style": lab}, torch.arange(T))
+    assert out["mu_style"].shape == (4, T, n) and out["label_style"].tolist() == [0, 1, 2, 3]
+    for c in range(4):
+        a, b = importance(per["mu_style"], lab, c), importance(out["mu_style"], out["label_style"], c)
+        assert torch.allclose(a, b, atol=1e-6)
+        assert [x.tolist() for x in select_features(a, top_m=5)] == [x.tolist() for x in select_features(b, top_m=5)]
+    with pytest.raises(ValueError, match="unbalanced"):
+        concept_statistics(per, {"style": torch.cat([lab[:-1], torch.tensor([0])])}, torch.arange(T))
