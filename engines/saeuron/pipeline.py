@@ -31,7 +31,7 @@ from engines.common.figures import subplots
 
 KINDS = ("style", "object")
 PROFILE_DEFAULTS = {
-    "default": dict(colours=4, steps=25, expansion=16, k=8, epochs=20, dead_after_tokens=200_000, stats_seeds=2),
+    "default": dict(colours=4, steps=25, expansion=16, k=8, epochs=50, dead_after_tokens=200_000, stats_seeds=2),
     "test": dict(colours=1, steps=6, expansion=4, k=4, epochs=2, dead_after_tokens=5_000, stats_seeds=1),
 }
 GEN_BATCH = 80

@@ -1,6 +1,6 @@
 """What a visitor sees on arrival, from the default profile with the released models (issue 28).
 
-``python -m tests.e2e.shot_first_impressions``: serves the app in this process with PAPERLAB_PROFILE=default and
+``python -m tests.e2e.shot_first_impressions [ID ...]``: serves the app in this process with PAPERLAB_PROFILE=default and
 inline jobs, runs the first-impressions browser check (every tab opens on its worked example, nothing overflows at
 1280 px and on a 390 px phone, no console error) and saves ``docs/screenshots/first/first_<id>_<width>.png``.
 The first run computes every tab's example once (tens of minutes on 2 cores); later runs read them from the cache.
@@ -21,6 +21,7 @@ from tests.helpers import served_in_process  # noqa: E402
 
 def main() -> int:
     check.EXAMPLE_TIMEOUT_MS = 1_800_000  # a cold default-profile example may wait behind a long one
+    check.ONLY = set(sys.argv[1:])  # method ids: retake only those tabs (default: every tab)
     with served_in_process() as (url, browser):
         report, errors = check.visit_every_tab(url, browser)
     real = [e for e in errors if not check.NOISE.search(e)]

@@ -81,11 +81,17 @@ OVERFLOW_JS = """
 """
 
 
+#: Tabs to visit (empty: all); ``python -m tests.e2e.shot_first_impressions ID ...`` retakes only those.
+ONLY: set[str] = set()
+
+
 def _visit_all(page, url: str, width: int) -> dict[str, list[str]]:
     problems: dict[str, list[str]] = {}
     page.goto(url)
     page.wait_for_selector("#landing .pl-card")
     for m in available():
+        if ONLY and m.id not in ONLY:
+            continue
         page.get_by_role("tab", name=m.title, exact=True).click()
         panel = page.locator(f"#tab-{m.id}")
         panel.wait_for(state="visible")
