@@ -172,7 +172,14 @@ def core_block() -> str:
     run = (json.loads(mb_path.read_text())["runs"].get(MASKBENCH_LABEL) if mb_path.exists() else None) or {}
     mb = run.get("maskbench") or {}
     if not stored and not mb:
-        return ""
+        return "\n".join([BEGIN, "## Compiled core (issue 29, deliverable 3)", "",
+                          "The Earley recogniser, pruning and mask computation in C++ (`engines/zapformat/_zfcore.cpp`; "
+                          "[../methods/zapformat.md](../methods/zapformat.md#compiled-core-issue-29)). Equality with the "
+                          "Python reference: `tests/engines/zapformat/test_compiled.py` (in `make test`). **Timings not "
+                          "measured yet** on a quiet machine: run `python -m engines.zapformat.bench --maskbench DIR "
+                          "--engines zapformat,zapformat-python,llguidance,xgrammar,kbnf --label compiled-core`, "
+                          "`python -m engines.zapformat.bench_core generation`, then `python -m "
+                          "engines.zapformat.bench_core page`.", END])
     lines = [BEGIN, "## Compiled core (issue 29, deliverable 3)", "",
              "The Earley recogniser, Leo folding / compaction (pruning), the eager regex cache and the mask computation "
              "in C++ (`engines/zapformat/_zfcore.cpp`, `EngineConfig.core`; method and build in "
