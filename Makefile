@@ -73,7 +73,7 @@ reproduce: install
 
 # Retrain every released model from scratch (fresh data dir, release ignored), check the held-out metrics
 # against the shipped manifests within their tolerances, and write the new weights into release/.
-# MODELS=zoo/clip (or zoo/vae, zoo/t2i, zoo/judge_object, zoo/judge_style, object_audio) for a subset.
+# MODELS=zoo/clip (or zoo/vae, zoo/t2i, zoo/judge_object, zoo/judge_style, object_audio, pde_staggered, saeuron) for a subset.
 models: install
 	$(PY) -m engines.release_models build $(MODELS)
 
