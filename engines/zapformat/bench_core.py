@@ -171,15 +171,16 @@ def core_block() -> str:
     mb_path = RESULTS_DIR / "zapformat-maskbench.json"
     run = (json.loads(mb_path.read_text())["runs"].get(MASKBENCH_LABEL) if mb_path.exists() else None) or {}
     mb = run.get("maskbench") or {}
-    if not stored and not mb:
-        return "\n".join([BEGIN, "## Compiled core (issue 29, deliverable 3)", "",
+    notes = [f"*Note ({n['date']}).* {n['text']}" for n in stored.get("notes", [])]
+    if not stored.get("equal") and not stored.get("generation") and not mb:
+        return "\n\n".join([BEGIN + "\n## Compiled core (issue 29, deliverable 3)",
                           "The Earley recogniser, pruning and mask computation in C++ (`engines/zapformat/_zfcore.cpp`; "
                           "[../methods/zapformat.md](../methods/zapformat.md#compiled-core-issue-29)). Equality with the "
                           "Python reference: `tests/engines/zapformat/test_compiled.py` (in `make test`). **Timings not "
                           "measured yet** on a quiet machine: run `python -m engines.zapformat.bench --maskbench DIR "
                           "--engines zapformat,zapformat-python,llguidance,xgrammar,kbnf --label compiled-core`, "
                           "`python -m engines.zapformat.bench_core generation`, then `python -m "
-                          "engines.zapformat.bench_core page`.", END])
+                          "engines.zapformat.bench_core page`."] + notes + [END])
     lines = [BEGIN, "## Compiled core (issue 29, deliverable 3)", "",
              "The Earley recogniser, Leo folding / compaction (pruning), the eager regex cache and the mask computation "
              "in C++ (`engines/zapformat/_zfcore.cpp`, `EngineConfig.core`; method and build in "
@@ -231,6 +232,7 @@ def core_block() -> str:
                   "| target | measured | met |", "|---|---|---|"]
         lines += [f"| {t} | {m} | {'yes' if ok else '**no**'} |" for t, m, ok in targets]
         lines.append("")
+    lines += [x + "\n" for x in notes]
     lines.append(END)
     return "\n".join(lines)
 
