@@ -227,8 +227,8 @@ def build() -> None:
         "pooled to the 8×8 patch grid and **replaces the learned text→image attention** of a latent diffusion "
         "model (rescaled to the attention statistics seen in training), which then generates that object's "
         "sound. The whole-scene clip (uniform weights) plays beside it for comparison. Each sounding shape has "
-        "its own sound (real CC0 recordings from sonic-pi where they fit); other shapes are silent. The first "
-        "click trains the tiny models (a background job with progress)."
+        "its own sound (real CC0 recordings from sonic-pi where they fit); other shapes are silent. The tiny "
+        "models ship with the repository's model release; other configurations train as a background job."
     )
     job_id = gr.State(None)
     first = GALLERY_SEEDS[0]  # shown when a page loads (filled by a load event: nothing is computed at start-up)

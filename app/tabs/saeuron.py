@@ -118,17 +118,37 @@ def erase_status(r: dict, params: dict) -> str:
             f"Done in {r['seconds']:.1f} s.")
 
 
-def run_build(progress=gr.Progress()):
-    job = JobRun(METHOD_ID, "build", {})
-    yield job.id, gr.skip(), f"Job {job.id[:8]} queued…"
-    r = job.wait(progress)
-    when = "cached" if r["cached"] else f"in {r['seconds']:.0f} s"
+def build_lines(r: dict, when: str) -> list[str]:
     lines = [f"**Built** ({when}): {r['n_anchor_prompts']} anchor "
              f"prompts × {r['timesteps']} steps, statistics from {r['n_stats_prompts']} validation prompts."]
     for s in r["saes"]:
         lines.append(f"- {s['kind']} SAE at `{s['hook']}`: d_in {s['d_in']} → n {s['num_latents']}, k {s['k']}, "
                      f"FVU {s['fvu']:.3f}, L0 {s['l0']:.1f}, dead {100 * s['dead_fraction']:.1f}%")
-    yield job.id, _path(r.get("curve_plot")), "\n".join(lines)
+    return lines
+
+
+def current_build():
+    """On page load: the training curve and record of the SAEs the tab uses (released or built here), so the
+    panel is not empty; nothing when they are not built (the banner says what to do). Never trains."""
+    try:
+        from engines.saeuron.pipeline import built_summary
+
+        got = built_summary(None)
+    except Exception:  # the page must load even when the release is damaged (the example's banner says so)
+        got = None
+    if got is None:
+        return gr.skip(), gr.skip()
+    png, res = got
+    return (str(png) if png else gr.skip()), "\n".join(build_lines(res.model_dump(), "model release or cache"))
+
+
+def run_build(progress=gr.Progress()):
+    job = JobRun(METHOD_ID, "build", {})
+    yield job.id, gr.skip(), f"Job {job.id[:8]} queued…"
+    r = job.wait(progress)
+    when = "cached" if r["cached"] else f"in {r['seconds']:.0f} s"
+    lines = build_lines(r, when)
+    yield job.id, _path(r.get("curve_plot")) or gr.skip(), "\n".join(lines)
 
 
 def run_benchmark(targets, samples, baseline, pair, gamma, top_m, steps, progress=gr.Progress()):
@@ -174,9 +194,9 @@ def build() -> None:
         "concept (a style, an object). Erasing = at each step, multiply those features by **γ·μ** (γ < 0, μ their mean "
         "on the concept) where they fire above their all-concept mean, decode, and add back the SAE's error, so "
         "everything else passes through untouched. The model's weights never change. "
-        "The worked example below erases *striped* from a red star. If the SAEs are not built yet, the highlighted "
-        "button is **Train SAE & statistics** (a training job, once); then pick concepts, drag the sliders or press "
-        "**Erase**."
+        "The worked example below erases *striped* from a red star with the SAEs of the model release; pick "
+        "concepts, drag the sliders or press **Erase**. Other SAE settings are trained by **Train SAE & statistics** "
+        "(a training job, once)."
     )
     job_id = gr.State(None)
     with gr.Row():
@@ -268,6 +288,7 @@ def build() -> None:
                            done=lambda r: "**Worked example.** " + worked_example.as_example(erase_status(r, ex)), missing=missing_build,
                            cancel_on=[erase_btn.click, *(s.release for s in row_inputs)])
     gr.on(None, button_variants, None, [erase_btn, build_btn], api_visibility="private", show_progress="hidden")
+    gr.on(None, current_build, None, [curve, build_md], api_visibility="private", show_progress="hidden")
     ev2 = build_btn.click(run_build, None, [job_id, curve, build_md], api_name="saeuron_build")
     ev3 = bench_btn.click(run_benchmark, [b_targets, b_samples, b_base, b_pair, b_gamma, b_top, steps],
                           [job_id, bench_table, bench_plot, bench_md], api_name="saeuron_benchmark")

@@ -308,20 +308,46 @@ def concept_statistics(per_prompt: dict[str, torch.Tensor], labels: dict[str, to
     return out
 
 
-def _curve_plot(ctx, curves: dict[str, list[float]]) -> str:
+def curve_figure(curves: dict[str, list[float]], steps: dict[str, int] | None = None):
+    """FVU per training step; ``steps``: the run's step count per SAE when ``curves`` keep every few steps only."""
     import matplotlib
 
     matplotlib.use("Agg")
 
     fig, ax = subplots(figsize=(5, 3))
     for kind, c in curves.items():
-        ax.plot(c, label=f"{kind} SAE")
+        n = (steps or {}).get(kind, len(c))
+        ax.plot(np.linspace(1, n, len(c)), c, label=f"{kind} SAE")
     ax.set_xlabel("step")
     ax.set_ylabel("FVU (BatchTopK)")
     ax.set_yscale("log")
     ax.legend()
     ax.set_title("SAE training")
-    return ctx.artifacts.save_figure("sae_training.png", fig)
+    return fig
+
+
+def _curve_plot(ctx, curves: dict[str, list[float]]) -> str:
+    return ctx.artifacts.save_figure("sae_training.png", curve_figure(curves))
+
+
+def built_summary(params: BuildParams | dict | None = None) -> tuple[Path | None, BuildResult] | None:
+    """The finished build of these settings (built here or installed from the release; None when neither):
+    its training-curve PNG (drawn from the record's FVU curves into the artifacts folder, which the web app
+    serves; redrawn if housekeeping removed it) and its record."""
+    p = resolve_build(params)
+    if not ensure_built(p):
+        return None
+    d = build_dir(p)
+    res = BuildResult.model_validate_json((d / "build.json").read_text())
+    png = get_settings().artifacts_dir / "saeuron-builds" / f"training_curve_{d.name}.png"
+    png.parent.mkdir(parents=True, exist_ok=True)
+    if res.curves and not png.exists():
+        import matplotlib.pyplot as plt
+
+        fig = curve_figure(res.curves, {r.kind: r.steps for r in res.saes})
+        fig.savefig(png, dpi=100, bbox_inches="tight")
+        plt.close(fig)
+    return (png if png.exists() else None), res
 
 
 # ---------------------------------------------------------------------------- loading a build

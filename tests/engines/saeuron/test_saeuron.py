@@ -265,3 +265,13 @@ def test_concept_statistics_keep_the_importance_scores():
         assert [x.tolist() for x in select_features(a, top_m=5)] == [x.tolist() for x in select_features(b, top_m=5)]
     with pytest.raises(ValueError, match="unbalanced"):
         concept_statistics(per, {"style": torch.cat([lab[:-1], torch.tensor([0])])}, torch.arange(T))
+
+
+def test_built_summary_draws_the_training_curve_of_a_finished_build(bundle):
+    """What the tab shows on arrival beside the worked example: the record and FVU curve of the SAEs in use."""
+    from engines.saeuron.pipeline import built_summary
+
+    png, res = built_summary({})
+    assert png is not None and png.stat().st_size > 1000 and png.read_bytes()[:4] == b"\x89PNG"
+    assert [s.kind for s in res.saes] == ["style", "object"] and all(len(c) > 1 for c in res.curves.values())
+    assert built_summary({"k": 3}) is None  # other settings: not built, and nothing trains
