@@ -14,7 +14,7 @@ $(PY):
 	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
 	$(PIP) install -q --upgrade pip setuptools wheel
 
-$(STAMP): $(PY) pyproject.toml constraints.txt $(NODEPS)
+$(STAMP): $(PY) pyproject.toml setup.py engines/zapformat/_zfcore.cpp constraints.txt $(NODEPS)
 	$(PIP) install -c constraints.txt -e ".[dev]"
 	$(PIP) install -c constraints.txt --no-deps -r $(NODEPS)
 	$(PY) -c "import torch, torchvision; assert torch.__version__.startswith('2.14.1'), torch.__version__"
