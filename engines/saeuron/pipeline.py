@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import threading
 import time
 from dataclasses import dataclass
@@ -342,11 +343,9 @@ def built_summary(params: BuildParams | dict | None = None) -> tuple[Path | None
     png = get_settings().artifacts_dir / "saeuron-builds" / f"training_curve_{d.name}.png"
     png.parent.mkdir(parents=True, exist_ok=True)
     if res.curves and not png.exists():
-        import matplotlib.pyplot as plt
-
-        fig = curve_figure(res.curves, {r.kind: r.steps for r in res.saes})
-        fig.savefig(png, dpi=100, bbox_inches="tight")
-        plt.close(fig)
+        tmp = png.with_suffix(f".{os.getpid()}.tmp.png")
+        curve_figure(res.curves, {r.kind: r.steps for r in res.saes}).savefig(tmp, dpi=100, bbox_inches="tight")
+        tmp.replace(png)  # atomic: two page loads never serve a half-written file
     return (png if png.exists() else None), res
 
 
