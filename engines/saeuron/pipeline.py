@@ -76,12 +76,21 @@ def build_dir(p: BuildParams) -> Path:
 def ensure_built(p: BuildParams, ctx=None) -> bool:
     """True when ``build_dir(p)`` holds a finished build, installing the released one for this key if the
     release has it (verified; a damaged file raises ReleaseError naming the rebuild command). No training."""
+    import fcntl
+
     from engines.common import release
 
     d = build_dir(p)
     if (d / "build.json").exists():
         return True
-    return release.install("saeuron", d.name, d, getattr(ctx, "progress", None)) is not None
+    if release.manifest("saeuron", d.name) is None:
+        return False
+    d.parent.mkdir(parents=True, exist_ok=True)
+    with open(d.parent / f".{d.name}.lock", "w") as lk:  # the web process and a worker may ask at once
+        fcntl.flock(lk, fcntl.LOCK_EX)
+        if (d / "build.json").exists():
+            return True
+        return release.install("saeuron", d.name, d, getattr(ctx, "progress", None)) is not None
 
 
 def hook_of(p: BuildParams, kind: str) -> str:
