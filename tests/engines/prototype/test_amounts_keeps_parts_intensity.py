@@ -12,24 +12,17 @@ from engines.prototype import overall as O
 from engines.prototype.coverage import added_part, bare_part
 from engines.prototype.domains import get_domain
 from engines.prototype.intensity import magnitude
-from engines.prototype.interface import compile_program
-from engines.prototype.mappers import InterfaceMapper
 from engines.prototype.precision import quantity
 from engines.prototype.scope import is_keep, keeps_the_rest
-from engines.prototype.specs import get_spec
+
+from .helpers import changed
+from .helpers import run as _run
 
 SOURCES = ["induced", "hand"]
 
 
-def _run(domain, text, enc, source="induced"):
-    s = get_spec(domain, source)
-    m = InterfaceMapper(s, enc).map(text)
-    return m, compile_program(s, get_domain(domain).defaults(), m.ops)
-
-
 def _changed(domain, c):
-    d = get_domain(domain).defaults()
-    return {k for k in d if abs(c.state[k] - d[k]) > 1e-9}
+    return set(changed(domain, c))
 
 
 # ----------------------------------------------------------------------------- precision: change vs target

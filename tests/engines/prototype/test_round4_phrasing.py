@@ -8,24 +8,15 @@ import pytest
 from engines.prototype import language as L
 from engines.prototype import overall as O
 from engines.prototype.domains import get_domain
-from engines.prototype.interface import Adjust, KeepOp, SetOp, UnsupportedOp, compile_program
-from engines.prototype.mappers import InterfaceMapper
+from engines.prototype.interface import Adjust, KeepOp, SetOp, UnsupportedOp
 from engines.prototype.scope import is_keep
+
+from .helpers import changed as _changed
+from .helpers import run as _run
 
 SOURCES = ["induced", "hand"]
 
 
-def _run(domain, text, enc, source="induced"):
-    from engines.prototype.specs import get_spec
-
-    s = get_spec(domain, source)
-    m = InterfaceMapper(s, enc).map(text)
-    return m, compile_program(s, get_domain(domain).defaults(), m.ops)
-
-
-def _changed(domain, c):
-    d = get_domain(domain).defaults()
-    return {k: round(c.state[k], 4) for k in d if abs(c.state[k] - d[k]) > 1e-9}
 
 
 # ----------------------------------------------------------------------------- amounts on a part, distances
