@@ -26,6 +26,11 @@ def _released(kind: str) -> dict[str, dict]:
     return release.artifacts(kind)
 
 
+def _shipped_keys(kind: str) -> set[str]:
+    """The cache keys the release holds for ``kind`` (its artifact names without the kind)."""
+    return {key.split("/", 1)[1] for key in _released(kind)}
+
+
 def test_every_shipped_file_matches_its_manifest():
     for key in release.artifacts():
         kind, k = key.split("/", 1)
@@ -55,7 +60,7 @@ def test_default_zoo_configs_hash_to_the_shipped_keys():
 def test_object_audio_keys_match_the_shipped_release(default_profile):
     from engines.object_audio import train as T
 
-    shipped = {key.split("/", 1)[1] for key in _released("object_audio")}
+    shipped = _shipped_keys("object_audio")
     if not shipped:
         pytest.skip("object_audio models are not in this release")
     b, dot = T.default_configs("dot")
@@ -69,7 +74,7 @@ def test_saeuron_key_matches_the_shipped_release(default_profile):
     new text-to-image model or changed defaults orphan the SAEs here, not silently on a visitor's page."""
     from engines.saeuron.pipeline import build_dir, resolve_build
 
-    shipped = {key.split("/", 1)[1] for key in _released("saeuron")}
+    shipped = _shipped_keys("saeuron")
     if not shipped:
         pytest.skip("saeuron's SAEs are not in this release")
     key = build_dir(resolve_build(None)).name
@@ -82,7 +87,7 @@ def test_pde_staggered_tab_surrogates_are_shipped(default_profile):
     from engines.pde_staggered.models import VARIANTS
     from engines.pde_staggered.training import model_path
 
-    shipped = {key.split("/", 1)[1] for key in _released("pde_staggered")}
+    shipped = _shipped_keys("pde_staggered")
     if not shipped:
         pytest.skip("pde_staggered's surrogates are not in this release")
     for v in VARIANTS:
