@@ -657,6 +657,335 @@ class Recognizer {
     }
 };
 
+// ------------------------------------------------------------------------------------------------ regex automata
+// regex.py's subset construction, trimming, Moore minimisation and product/difference automata, with the same
+// output: the same state numbering, so a DFA built here equals the Python reference's array for array
+// (tests/engines/zapformat/test_compiled.py). The parser and the Thompson NFA stay in Python (regex.py); the NFA
+// arrives as flat edge lists.
+
+// regex._subset_construction. NFA: eps edges (src -> tgt) and byte-range edges (src, lo..hi -> tgt). Returns
+// false when the DFA would exceed max_states (the caller raises RegexError).
+bool determinize(int32_t n_nfa, const std::vector<int32_t>& eps_src, const std::vector<int32_t>& eps_tgt,
+                 const std::vector<int32_t>& e_src, const std::vector<int32_t>& e_lo, const std::vector<int32_t>& e_hi,
+                 const std::vector<int32_t>& e_tgt, int32_t start, int32_t final_, int64_t max_states,
+                 std::vector<int32_t>& trans, std::vector<uint8_t>& accept) {
+    // CSR adjacency
+    std::vector<int32_t> eps_off(n_nfa + 1, 0), eps_adj(eps_src.size());
+    for (int32_t s : eps_src) ++eps_off[s + 1];
+    for (int32_t i = 0; i < n_nfa; ++i) eps_off[i + 1] += eps_off[i];
+    {
+        std::vector<int32_t> fill(eps_off.begin(), eps_off.end() - 1);
+        for (size_t i = 0; i < eps_src.size(); ++i) eps_adj[fill[eps_src[i]]++] = eps_tgt[i];
+    }
+    // byte classes: the cuts {0, 256, lo, hi + 1}; class k covers [cuts[k], cuts[k + 1])
+    bool cut[257] = {false};
+    cut[0] = cut[256] = true;
+    for (size_t i = 0; i < e_src.size(); ++i) { cut[e_lo[i]] = true; cut[e_hi[i] + 1] = true; }
+    std::vector<int32_t> cuts;
+    int32_t class_of[257];
+    for (int b = 0; b <= 256; ++b) {
+        if (cut[b]) cuts.push_back(b);
+        class_of[b] = (int32_t)cuts.size() - 1;  // for a cut b: its own index
+    }
+    const int32_t K = (int32_t)cuts.size() - 1;
+    // edges per source state, as (class lo, class hi exclusive, target)
+    std::vector<int32_t> e_off(n_nfa + 1, 0);
+    for (int32_t s : e_src) ++e_off[s + 1];
+    for (int32_t i = 0; i < n_nfa; ++i) e_off[i + 1] += e_off[i];
+    std::vector<int32_t> ek_lo(e_src.size()), ek_hi(e_src.size()), ek_t(e_src.size());
+    {
+        std::vector<int32_t> fill(e_off.begin(), e_off.end() - 1);
+        for (size_t i = 0; i < e_src.size(); ++i) {
+            int32_t q = fill[e_src[i]]++;
+            ek_lo[q] = class_of[e_lo[i]];
+            ek_hi[q] = class_of[e_hi[i] + 1];
+            ek_t[q] = e_tgt[i];
+        }
+    }
+    std::vector<uint32_t> stamp(n_nfa, 0);
+    uint32_t gen = 0;
+    std::vector<int32_t> stack;
+    auto closure = [&](const std::vector<int32_t>& seeds, std::vector<int32_t>& out) {
+        if (++gen == 0) { std::fill(stamp.begin(), stamp.end(), 0u); gen = 1; }
+        out.clear();
+        stack.clear();
+        for (int32_t s : seeds)
+            if (stamp[s] != gen) { stamp[s] = gen; out.push_back(s); stack.push_back(s); }
+        while (!stack.empty()) {
+            int32_t s = stack.back();
+            stack.pop_back();
+            for (int32_t k = eps_off[s]; k < eps_off[s + 1]; ++k) {
+                int32_t t = eps_adj[k];
+                if (stamp[t] != gen) { stamp[t] = gen; out.push_back(t); stack.push_back(t); }
+            }
+        }
+        std::sort(out.begin(), out.end());
+    };
+    std::unordered_map<std::string, int32_t> index;
+    std::vector<std::vector<int32_t>> order;
+    std::vector<int32_t> set;
+    closure(std::vector<int32_t>{start}, set);
+    auto key_of = [](const std::vector<int32_t>& v) {
+        return std::string(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(int32_t));
+    };
+    index.emplace(key_of(set), 0);
+    order.push_back(set);
+    std::vector<std::vector<int32_t>> buckets(K);
+    std::vector<int32_t> touched;
+    trans.clear();
+    for (size_t q = 0; q < order.size(); ++q) {
+        trans.resize((q + 1) * 256, -1);
+        touched.clear();
+        for (int32_t s : order[q])
+            for (int32_t k = e_off[s]; k < e_off[s + 1]; ++k)
+                for (int32_t c = ek_lo[k]; c < ek_hi[k]; ++c) {
+                    if (buckets[c].empty()) touched.push_back(c);
+                    buckets[c].push_back(ek_t[k]);
+                }
+        std::sort(touched.begin(), touched.end());
+        for (int32_t c : touched) {
+            closure(buckets[c], set);
+            buckets[c].clear();
+            std::string key = key_of(set);
+            auto it = index.find(key);
+            int32_t id;
+            if (it == index.end()) {
+                if ((int64_t)order.size() >= max_states) return false;
+                id = (int32_t)order.size();
+                index.emplace(std::move(key), id);
+                order.push_back(set);
+            } else {
+                id = it->second;
+            }
+            int32_t* row = &trans[q * 256];
+            for (int32_t b = cuts[c]; b < cuts[c + 1]; ++b) row[b] = id;
+        }
+    }
+    accept.assign(order.size(), 0);
+    for (size_t q = 0; q < order.size(); ++q)
+        accept[q] = std::binary_search(order[q].begin(), order[q].end(), final_) ? 1 : 0;
+    return true;
+}
+
+// regex._trim: states that cannot reach an accepting state go to the dead state (-1); the others keep their
+// order. False when the start state is dead (the regex matches nothing).
+bool trim(std::vector<int32_t>& trans, std::vector<uint8_t>& accept) {
+    const int32_t n = (int32_t)accept.size();
+    std::vector<int32_t> rev_off(n + 1, 0), rev;
+    for (size_t i = 0; i < trans.size(); ++i)
+        if (trans[i] >= 0) ++rev_off[trans[i] + 1];
+    for (int32_t i = 0; i < n; ++i) rev_off[i + 1] += rev_off[i];
+    rev.resize(rev_off[n]);
+    {
+        std::vector<int32_t> fill(rev_off.begin(), rev_off.end() - 1);
+        for (size_t i = 0; i < trans.size(); ++i)
+            if (trans[i] >= 0) rev[fill[trans[i]]++] = (int32_t)(i / 256);
+    }
+    std::vector<uint8_t> alive(accept);
+    std::vector<int32_t> stack;
+    for (int32_t s = 0; s < n; ++s)
+        if (alive[s]) stack.push_back(s);
+    while (!stack.empty()) {
+        int32_t s = stack.back();
+        stack.pop_back();
+        for (int32_t k = rev_off[s]; k < rev_off[s + 1]; ++k)
+            if (!alive[rev[k]]) { alive[rev[k]] = 1; stack.push_back(rev[k]); }
+    }
+    if (n == 0 || !alive[0]) return false;
+    std::vector<int32_t> remap(n, -1);
+    int32_t m = 0;
+    for (int32_t s = 0; s < n; ++s)
+        if (alive[s]) remap[s] = m++;
+    std::vector<int32_t> t2((size_t)m * 256);
+    std::vector<uint8_t> a2(m);
+    for (int32_t s = 0; s < n; ++s) {
+        if (!alive[s]) continue;
+        const int32_t* row = &trans[(size_t)s * 256];
+        int32_t* out = &t2[(size_t)remap[s] * 256];
+        for (int b = 0; b < 256; ++b) out[b] = row[b] >= 0 ? remap[row[b]] : -1;
+        a2[remap[s]] = accept[s];
+    }
+    trans.swap(t2);
+    accept.swap(a2);
+    return true;
+}
+
+// regex._minimize: the coarsest partition that separates accepting, non-accepting and dead states and is stable
+// under every byte (Hopcroft's algorithm: the same partition as the Python Moore refinement, which is unique),
+// then the Python renumbering: the start's class is 0, classes in breadth-first order, a class's successors
+// visited in the order of the (ascending) state ids its smallest member moves to.
+void minimize(std::vector<int32_t>& trans, std::vector<uint8_t>& accept) {
+    const int32_t n = (int32_t)accept.size();
+    if (n == 0) return;
+    const int32_t N = n + 1, D = n;  // D: the dead state, complete under every byte
+    // byte classes: bytes whose columns are equal
+    std::vector<int32_t> rep_byte;
+    {
+        std::unordered_map<std::string, int32_t> cols;
+        std::vector<int32_t> col(n);
+        for (int b = 0; b < 256; ++b) {
+            for (int32_t s = 0; s < n; ++s) col[s] = trans[(size_t)s * 256 + b];
+            std::string k(reinterpret_cast<const char*>(col.data()), col.size() * sizeof(int32_t));
+            if (cols.emplace(std::move(k), (int32_t)rep_byte.size()).second) rep_byte.push_back(b);
+        }
+    }
+    const int32_t K = (int32_t)rep_byte.size();
+    auto delta = [&](int32_t s, int32_t k) -> int32_t {
+        if (s == D) return D;
+        int32_t t = trans[(size_t)s * 256 + rep_byte[k]];
+        return t < 0 ? D : t;
+    };
+    // inverse transitions per class: inv[k][q] = predecessors of q under class k
+    std::vector<int32_t> inv_off((size_t)K * (N + 1) + 1, 0), inv((size_t)K * N);
+    for (int32_t k = 0; k < K; ++k)
+        for (int32_t s = 0; s < N; ++s) ++inv_off[(size_t)k * (N + 1) + delta(s, k) + 1];
+    for (size_t i = 0; i + 1 < inv_off.size(); ++i) inv_off[i + 1] += inv_off[i];
+    {
+        std::vector<int32_t> fill(inv_off.begin(), inv_off.end() - 1);
+        for (int32_t k = 0; k < K; ++k)
+            for (int32_t s = 0; s < N; ++s) inv[fill[(size_t)k * (N + 1) + delta(s, k)]++] = s;
+    }
+    // partition: elems in block order; block b is elems[bstart[b], bend[b])
+    std::vector<int32_t> elems, loc(N), blk(N), bstart, bend, bmark;
+    for (int pass = 0; pass < 3; ++pass) {
+        int32_t b0 = (int32_t)bstart.size(), s0 = (int32_t)elems.size();
+        for (int32_t s = 0; s < N; ++s) {
+            int grp = s == D ? 2 : (accept[s] ? 0 : 1);
+            if (grp != pass) continue;
+            loc[s] = (int32_t)elems.size();
+            blk[s] = b0;
+            elems.push_back(s);
+        }
+        if ((int32_t)elems.size() > s0) { bstart.push_back(s0); bend.push_back((int32_t)elems.size()); bmark.push_back(0); }
+    }
+    std::vector<uint8_t> inwl;
+    std::vector<std::pair<int32_t, int32_t>> work;
+    inwl.assign(bstart.size() * (size_t)K, 1);
+    for (int32_t b = 0; b < (int32_t)bstart.size(); ++b)
+        for (int32_t k = 0; k < K; ++k) work.emplace_back(b, k);
+    std::vector<int32_t> xs, touched;
+    while (!work.empty()) {
+        auto [B, k] = work.back();
+        work.pop_back();
+        inwl[(size_t)B * K + k] = 0;
+        xs.clear();
+        for (int32_t i = bstart[B]; i < bend[B]; ++i) {
+            int32_t q = elems[i];
+            size_t o = (size_t)k * (N + 1) + q;
+            for (int32_t j = inv_off[o]; j < inv_off[o + 1]; ++j) xs.push_back(inv[j]);
+        }
+        touched.clear();
+        for (int32_t p : xs) {  // each state has one successor per class: no duplicates
+            int32_t y = blk[p];
+            int32_t pos = loc[p], tgt = bstart[y] + bmark[y];
+            int32_t other = elems[tgt];
+            elems[tgt] = p; loc[p] = tgt;
+            elems[pos] = other; loc[other] = pos;
+            if (bmark[y]++ == 0) touched.push_back(y);
+        }
+        for (int32_t y : touched) {
+            int32_t m = bmark[y];
+            bmark[y] = 0;
+            if (m == bend[y] - bstart[y]) continue;
+            int32_t z = (int32_t)bstart.size();
+            bstart.push_back(bstart[y]);
+            bend.push_back(bstart[y] + m);
+            bmark.push_back(0);
+            bstart[y] += m;
+            for (int32_t i = bstart[z]; i < bend[z]; ++i) blk[elems[i]] = z;
+            inwl.resize(bstart.size() * (size_t)K, 0);
+            int32_t sy = bend[y] - bstart[y], sz = bend[z] - bstart[z];
+            for (int32_t a = 0; a < K; ++a) {
+                if (inwl[(size_t)y * K + a]) {
+                    inwl[(size_t)z * K + a] = 1;
+                    work.emplace_back(z, a);
+                } else {
+                    int32_t w = sz <= sy ? z : y;
+                    inwl[(size_t)w * K + a] = 1;
+                    work.emplace_back(w, a);
+                }
+            }
+        }
+    }
+    // renumbering (regex._minimize's breadth-first pass)
+    const int32_t nb = (int32_t)bstart.size();
+    std::vector<int32_t> rep(nb, -1), seen(nb, -1), order, queue;
+    for (int32_t s = 0; s < n; ++s)
+        if (rep[blk[s]] < 0) rep[blk[s]] = s;
+    queue.push_back(blk[0]);
+    std::vector<int32_t> row(256);
+    for (size_t h = 0; h < queue.size(); ++h) {
+        int32_t c = queue[h];
+        if (seen[c] >= 0) continue;
+        seen[c] = (int32_t)order.size();
+        order.push_back(c);
+        std::memcpy(row.data(), &trans[(size_t)rep[c] * 256], 256 * sizeof(int32_t));
+        std::sort(row.begin(), row.end());
+        for (int b = 0; b < 256; ++b) {
+            if (b && row[b] == row[b - 1]) continue;
+            int32_t t = row[b];
+            if (t >= 0 && seen[blk[t]] < 0) queue.push_back(blk[t]);
+        }
+    }
+    const int32_t m = (int32_t)order.size();
+    std::vector<int32_t> t2((size_t)m * 256);
+    std::vector<uint8_t> a2(m);
+    for (int32_t k = 0; k < m; ++k) {
+        const int32_t* src = &trans[(size_t)rep[order[k]] * 256];
+        int32_t* out = &t2[(size_t)k * 256];
+        for (int b = 0; b < 256; ++b) out[b] = src[b] >= 0 ? seen[blk[src[b]]] : -1;
+        a2[k] = accept[rep[order[k]]];
+    }
+    trans.swap(t2);
+    accept.swap(a2);
+}
+
+// regex._product (difference = false) and regex._difference (difference = true): reachable pairs, discovered in
+// state order then byte order. False past max_states.
+bool product(const std::vector<int32_t>& ta, const std::vector<uint8_t>& aa, const std::vector<int32_t>& tb,
+             const std::vector<uint8_t>& ab, bool difference, int64_t max_states, std::vector<int32_t>& trans,
+             std::vector<uint8_t>& accept) {
+    std::unordered_map<int64_t, int32_t> index;
+    std::vector<std::pair<int32_t, int32_t>> order{{0, 0}};
+    auto key = [](int32_t u, int32_t v) { return ((int64_t)u << 32) | (uint32_t)(v + 2); };
+    index.emplace(key(0, 0), 0);
+    trans.clear();
+    for (size_t q = 0; q < order.size(); ++q) {
+        trans.resize((q + 1) * 256, -1);
+        auto [x, y] = order[q];
+        const int32_t* ra = &ta[(size_t)x * 256];
+        const int32_t* rb = y >= 0 ? &tb[(size_t)y * 256] : nullptr;
+        for (int c = 0; c < 256; ++c) {
+            int32_t u = ra[c], v;
+            if (u < 0) continue;
+            if (difference) {
+                v = rb ? rb[c] : -2;
+                if (v == -1) v = -2;
+            } else {
+                v = rb[c];
+                if (v < 0) continue;
+            }
+            auto it = index.find(key(u, v));
+            int32_t id;
+            if (it == index.end()) {
+                if ((int64_t)order.size() >= max_states) return false;
+                id = (int32_t)order.size();
+                index.emplace(key(u, v), id);
+                order.emplace_back(u, v);
+            } else {
+                id = it->second;
+            }
+            trans[q * 256 + c] = id;
+        }
+    }
+    accept.assign(order.size(), 0);
+    for (size_t q = 0; q < order.size(); ++q) {
+        auto [x, y] = order[q];
+        accept[q] = difference ? (aa[x] && (y < 0 || !ab[y])) : (aa[x] && ab[y]);
+    }
+    return true;
+}
+
 // ------------------------------------------------------------------------------------------------ Python types
 struct Buf {
     Py_buffer b{};
@@ -1005,9 +1334,96 @@ static PyGetSetDef Rec_getset[] = {
 
 static PyTypeObject RecType = {PyVarObject_HEAD_INIT(nullptr, 0)};
 
+// ---- module functions: regex automata (regex.py calls them when the extension is built)
+static PyObject* dfa_result(const std::vector<int32_t>& trans, const std::vector<uint8_t>& accept) {
+    return Py_BuildValue("(y#y#)", reinterpret_cast<const char*>(trans.data()),
+                         (Py_ssize_t)(trans.size() * sizeof(int32_t)), reinterpret_cast<const char*>(accept.data()),
+                         (Py_ssize_t)accept.size());
+}
+
+static bool dfa_args(PyObject* t, PyObject* a, std::vector<int32_t>& trans, std::vector<uint8_t>& accept) {
+    if (!to_vec(t, trans, "trans") || !to_vec(a, accept, "accept")) return false;
+    if (trans.size() != accept.size() * 256) {
+        PyErr_SetString(PyExc_ValueError, "DFA: trans must hold 256 int32 per state");
+        return false;
+    }
+    for (int32_t x : trans)
+        if (x < -1 || x >= (int32_t)accept.size()) {
+            PyErr_SetString(PyExc_ValueError, "DFA: transition out of range");
+            return false;
+        }
+    return true;
+}
+
+// determinize(n_nfa, eps_src, eps_tgt, edge_src, edge_lo, edge_hi, edge_tgt, start, final, max_states)
+//   int32 buffers -> (trans int32 bytes, accept uint8 bytes) | None past max_states
+static PyObject* py_determinize(PyObject*, PyObject* args) {
+    int n_nfa, start, final_;
+    long long max_states;
+    PyObject *es, *et, *s, *lo, *hi, *t;
+    if (!PyArg_ParseTuple(args, "iOOOOOOiiL", &n_nfa, &es, &et, &s, &lo, &hi, &t, &start, &final_, &max_states))
+        return nullptr;
+    std::vector<int32_t> eps_src, eps_tgt, e_src, e_lo, e_hi, e_tgt;
+    if (!to_vec(es, eps_src, "eps_src") || !to_vec(et, eps_tgt, "eps_tgt") || !to_vec(s, e_src, "edge_src") ||
+        !to_vec(lo, e_lo, "edge_lo") || !to_vec(hi, e_hi, "edge_hi") || !to_vec(t, e_tgt, "edge_tgt"))
+        return nullptr;
+    bool ok = n_nfa > 0 && start >= 0 && start < n_nfa && final_ >= 0 && final_ < n_nfa &&
+              eps_src.size() == eps_tgt.size() && e_src.size() == e_lo.size() && e_src.size() == e_hi.size() &&
+              e_src.size() == e_tgt.size();
+    for (size_t i = 0; ok && i < eps_src.size(); ++i)
+        ok = eps_src[i] >= 0 && eps_src[i] < n_nfa && eps_tgt[i] >= 0 && eps_tgt[i] < n_nfa;
+    for (size_t i = 0; ok && i < e_src.size(); ++i)
+        ok = e_src[i] >= 0 && e_src[i] < n_nfa && e_tgt[i] >= 0 && e_tgt[i] < n_nfa && e_lo[i] >= 0 &&
+             e_lo[i] <= e_hi[i] && e_hi[i] <= 255;
+    if (!ok) {
+        PyErr_SetString(PyExc_ValueError, "determinize: inconsistent NFA");
+        return nullptr;
+    }
+    std::vector<int32_t> trans;
+    std::vector<uint8_t> accept;
+    if (!determinize(n_nfa, eps_src, eps_tgt, e_src, e_lo, e_hi, e_tgt, start, final_, max_states, trans, accept))
+        Py_RETURN_NONE;
+    return dfa_result(trans, accept);
+}
+
+// trim_minimize(trans, accept) -> (trans, accept) | None when the start state cannot reach a match
+static PyObject* py_trim_minimize(PyObject*, PyObject* args) {
+    PyObject *t, *a;
+    if (!PyArg_ParseTuple(args, "OO", &t, &a)) return nullptr;
+    std::vector<int32_t> trans;
+    std::vector<uint8_t> accept;
+    if (!dfa_args(t, a, trans, accept)) return nullptr;
+    if (!trim(trans, accept)) Py_RETURN_NONE;
+    minimize(trans, accept);
+    return dfa_result(trans, accept);
+}
+
+// product(trans_a, accept_a, trans_b, accept_b, difference: bool, max_states) -> (trans, accept) | None past max
+static PyObject* py_product(PyObject*, PyObject* args) {
+    PyObject *ta, *aa, *tb, *ab;
+    int difference;
+    long long max_states;
+    if (!PyArg_ParseTuple(args, "OOOOpL", &ta, &aa, &tb, &ab, &difference, &max_states)) return nullptr;
+    std::vector<int32_t> t1, t2, trans;
+    std::vector<uint8_t> a1, a2, accept;
+    if (!dfa_args(ta, aa, t1, a1) || !dfa_args(tb, ab, t2, a2)) return nullptr;
+    if (a1.empty() || a2.empty()) {
+        PyErr_SetString(PyExc_ValueError, "product: empty DFA");
+        return nullptr;
+    }
+    if (!product(t1, a1, t2, a2, difference != 0, max_states, trans, accept)) Py_RETURN_NONE;
+    return dfa_result(trans, accept);
+}
+
+static PyMethodDef module_methods[] = {
+    {"determinize", (PyCFunction)py_determinize, METH_VARARGS, "regex._subset_construction over a flat NFA"},
+    {"trim_minimize", (PyCFunction)py_trim_minimize, METH_VARARGS, "regex._trim then regex._minimize"},
+    {"product", (PyCFunction)py_product, METH_VARARGS, "regex._product / regex._difference"},
+    {nullptr, nullptr, 0, nullptr}};
+
 static struct PyModuleDef moduledef = {PyModuleDef_HEAD_INIT, "_zfcore",
-                                       "ZapFormat's compiled core: Earley recogniser and token masks (C++).", -1,
-                                       nullptr};
+                                       "ZapFormat's compiled core: Earley recogniser, token masks and regex automata (C++).",
+                                       -1, module_methods};
 
 }  // namespace
 

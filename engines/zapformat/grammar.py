@@ -253,7 +253,15 @@ class Grammar:
     advance: list[tuple[int, ...]] = field(default_factory=list)  # dps after moving past dp's symbol
     advance_completes: list[bool] = field(default_factory=list)
     predict: list[tuple[tuple[int, int], ...]] = field(default_factory=list)  # per nt: (dp, init state)
-    dfa_tables: list = field(default_factory=list)  # per dp: regex table rows (or None)
+    _dfa_tables: list | None = field(default=None, repr=False)
+
+    @property
+    def dfa_tables(self) -> list:
+        """Per dp: the regex's Python table rows (or None); built on first use (only the Python recogniser reads
+        them: the compiled core takes the DFAs' arrays)."""
+        if self._dfa_tables is None:
+            self._dfa_tables = [self.regexes[v].table if k == RE else None for k, v in zip(self.kind, self.value)]
+        return self._dfa_tables
 
     @property
     def n_positions(self) -> int:
@@ -345,7 +353,6 @@ def _build_tables(g: Grammar) -> None:
             g.value.append(v)
             g.lhs.append(lhs)
             g.is_last.append(i == len(syms) - 1)
-            g.dfa_tables.append(g.regexes[v].table if kind == RE else None)
 
     def skip_from(p: int, i: int) -> tuple[tuple[int, ...], bool]:
         """Dotted positions reachable at index i of production p by skipping nullable symbols."""

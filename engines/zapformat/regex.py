@@ -9,15 +9,27 @@ every class is compiled to the UTF-8 byte sequences that encode it, so tokens th
 of a multi-byte character are handled exactly like the byte-level Rust DFA handles them.
 
 Pipeline: parse -> Thompson NFA over byte ranges (UTF-8 compiled) -> subset construction ->
-Moore minimisation -> trim states that cannot reach a match (they become the dead state ``-1``).
+trim states that cannot reach a match (they become the dead state ``-1``) -> minimisation.
+
+The parser and the NFA are Python; subset construction, trimming, minimisation and the product automata of
+``&``/``!`` run in the compiled core (``_zfcore.determinize`` / ``trim_minimize`` / ``product``) when it is
+built, with the same output array for array (the Python functions below are the reference, used when the
+extension is missing or ``ZAPFORMAT_CORE=python``; tests/engines/zapformat/test_compiled.py compares them).
 """
 from __future__ import annotations
 
+import os
 import unicodedata
+from array import array
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 import numpy as np
+
+try:  # the compiled core (setup.py); optional
+    from . import _zfcore as _zf  # type: ignore[attr-defined]
+except ImportError:  # pragma: no cover - depends on the build
+    _zf = None
 
 MAX_CHAR = 0x10FFFF
 SURROGATES = (0xD800, 0xDFFF)
@@ -313,23 +325,48 @@ def parse(pattern: str):
 
 
 class _NFA:
+    """Thompson NFA as flat edge lists (what ``_zfcore.determinize`` takes); ``eps``/``edges`` give the
+    per-state lists the Python reference walks."""
+
     def __init__(self):
-        self.eps: list[list[int]] = []
-        self.edges: list[list[tuple[int, int, int]]] = []  # (byte lo, byte hi, target)
+        self.n = 0
+        self.eps_src, self.eps_tgt = array("i"), array("i")
+        self.e_src, self.e_lo, self.e_hi, self.e_tgt = array("i"), array("i"), array("i"), array("i")
 
     def state(self) -> int:
-        self.eps.append([])
-        self.edges.append([])
-        return len(self.eps) - 1
+        self.n += 1
+        return self.n - 1
+
+    def _eps(self, a: int, b: int) -> None:
+        self.eps_src.append(a)
+        self.eps_tgt.append(b)
+
+    @cached_property
+    def eps(self) -> list[list[int]]:
+        out: list[list[int]] = [[] for _ in range(self.n)]
+        for a, b in zip(self.eps_src, self.eps_tgt):
+            out[a].append(b)
+        return out
+
+    @cached_property
+    def edges(self) -> list[list[tuple[int, int, int]]]:  # (byte lo, byte hi, target)
+        out: list[list[tuple[int, int, int]]] = [[] for _ in range(self.n)]
+        for a, lo, hi, t in zip(self.e_src, self.e_lo, self.e_hi, self.e_tgt):
+            out[a].append((lo, hi, t))
+        return out
 
     def build(self, node, start: int, end: int) -> None:
         kind = node[0]
         if kind == "set":
+            e_src, e_lo, e_hi, e_tgt = self.e_src, self.e_lo, self.e_hi, self.e_tgt
             for seq in (s for lo, hi in node[1] for s in utf8_sequences(lo, hi)):
                 cur = start
                 for k, (blo, bhi) in enumerate(seq):
                     nxt = end if k == len(seq) - 1 else self.state()
-                    self.edges[cur].append((blo, bhi, nxt))
+                    e_src.append(cur)
+                    e_lo.append(blo)
+                    e_hi.append(bhi)
+                    e_tgt.append(nxt)
                     cur = nxt
         elif kind == "cat":
             cur = start
@@ -338,7 +375,7 @@ class _NFA:
                 self.build(sub, cur, nxt)
                 cur = nxt
             if not node[1]:
-                self.eps[start].append(end)
+                self._eps(start, end)
         elif kind == "alt":
             for sub in node[1]:
                 self.build(sub, start, end)
@@ -351,23 +388,23 @@ class _NFA:
                 cur = nxt
             if hi is None:
                 loop = self.state()
-                self.eps[cur].append(loop)
+                self._eps(cur, loop)
                 inner = self.state()
                 self.build(sub, loop, inner)
-                self.eps[inner].append(loop)
-                self.eps[loop].append(end)
+                self._eps(inner, loop)
+                self._eps(loop, end)
             else:
                 for _ in range(hi - lo):
                     nxt = self.state()
-                    self.eps[cur].append(end)
+                    self._eps(cur, end)
                     self.build(sub, cur, nxt)
                     cur = nxt
-                self.eps[cur].append(end)
+                self._eps(cur, end)
 
     def closure(self, states) -> frozenset[int]:
-        seen, stack = set(states), list(states)
+        seen, stack, eps = set(states), list(states), self.eps
         while stack:
-            for t in self.eps[stack.pop()]:
+            for t in eps[stack.pop()]:
                 if t not in seen:
                     seen.add(t)
                     stack.append(t)
@@ -385,20 +422,30 @@ class DFA:
     trans: np.ndarray  # (n_states, 256) int32
     accept: np.ndarray  # (n_states,) bool
 
-    def __post_init__(self):
-        self.table = [row.tolist() for row in self.trans]  # Python lists: fast scalar stepping
-        self.accepting = self.accept.tolist()
-        self.first_bytes = [frozenset(np.flatnonzero(row >= 0).tolist()) for row in self.trans]
-        # A state with no live transition can only stop here (a dead end once matched).
-        self.live_out = [bool(fb) for fb in self.first_bytes]
+    # Python views for the reference recogniser, built on first use (the compiled core reads trans/accept).
+    @cached_property
+    def table(self) -> list[list[int]]:  # Python lists: fast scalar stepping
+        return self.trans.tolist()
+
+    @cached_property
+    def accepting(self) -> list[bool]:
+        return self.accept.tolist()
+
+    @cached_property
+    def first_bytes(self) -> list[frozenset[int]]:
+        return [frozenset(np.flatnonzero(row >= 0).tolist()) for row in self.trans]
+
+    @cached_property
+    def live_out(self) -> list[bool]:  # a state with no live transition can only stop here (a dead end once matched)
+        return [bool(fb) for fb in self.first_bytes]
 
     @property
     def n_states(self) -> int:
-        return len(self.accepting)
+        return len(self.accept)
 
     @property
     def nullable(self) -> bool:
-        return bool(self.accepting[0])
+        return bool(self.accept[0])
 
     def matches(self, data: bytes) -> bool:
         s = 0
@@ -564,15 +611,63 @@ def _difference(a: DFA, b: DFA, pattern: str) -> tuple[np.ndarray, np.ndarray]:
     return np.array(rows, dtype=np.int32).reshape(-1, 256), np.array(accept, dtype=bool)
 
 
-def _combine(pattern: str, parts: list[str], op) -> DFA:
+# ----------------------------------------------------------------------------- compiled or reference
+
+
+def _native():
+    """The compiled core's module, unless it is missing or ZAPFORMAT_CORE=python asks for the reference."""
+    if _zf is None or os.environ.get("ZAPFORMAT_CORE", "").strip().lower() == "python":
+        return None
+    return _zf
+
+
+def _arrays(res) -> tuple[np.ndarray, np.ndarray]:
+    trans, accept = res
+    return np.frombuffer(trans, dtype=np.int32).reshape(-1, 256), np.frombuffer(accept, dtype=np.uint8).astype(bool)
+
+
+def _determinize(nfa: _NFA, start: int, final: int, pattern: str) -> tuple[np.ndarray, np.ndarray]:
+    zf = _native()
+    if zf is None:
+        return _subset_construction(nfa, start, final, pattern)
+    res = zf.determinize(nfa.n, nfa.eps_src, nfa.eps_tgt, nfa.e_src, nfa.e_lo, nfa.e_hi, nfa.e_tgt, start, final,
+                         MAX_DFA_STATES)
+    if res is None:
+        raise RegexError(f"DFA larger than {MAX_DFA_STATES} states", pattern)
+    return _arrays(res)
+
+
+def _finish(trans: np.ndarray, accept: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """_trim (RegexError "matches nothing" when the start state is dead) then _minimize."""
+    zf = _native()
+    if zf is None:
+        return _minimize(*_trim(trans, accept))
+    res = zf.trim_minimize(np.ascontiguousarray(trans, dtype=np.int32), np.ascontiguousarray(accept, dtype=np.uint8))
+    if res is None:
+        raise RegexError("matches nothing", "")
+    return _arrays(res)
+
+
+def _op(a: DFA, b: DFA, pattern: str, difference: bool) -> tuple[np.ndarray, np.ndarray]:
+    zf = _native()
+    if zf is None:
+        return (_difference if difference else _product)(a, b, pattern)
+    res = zf.product(np.ascontiguousarray(a.trans, dtype=np.int32), np.ascontiguousarray(a.accept, dtype=np.uint8),
+                     np.ascontiguousarray(b.trans, dtype=np.int32), np.ascontiguousarray(b.accept, dtype=np.uint8),
+                     difference, MAX_DFA_STATES)
+    if res is None:
+        raise RegexError(f"DFA larger than {MAX_DFA_STATES} states", pattern)
+    return _arrays(res)
+
+
+def _combine(pattern: str, parts: list[str], difference: bool) -> DFA:
     dfa = compile_regex(parts[0])
     for part in parts[1:]:
-        trans, accept = op(dfa, compile_regex(part), pattern)
+        trans, accept = _op(dfa, compile_regex(part), pattern, difference)
         try:
-            trans, accept = _trim(trans, accept)
+            trans, accept = _finish(trans, accept)
         except RegexError:
             raise RegexError("matches nothing (the combined regexes have no common match)", pattern) from None
-        trans, accept = _minimize(trans, accept)
         dfa = DFA(pattern, trans, accept)
     return dfa
 
@@ -603,8 +698,7 @@ def _divisible(m: int, pattern: str) -> DFA:
     trans[zeros, ord("0")] = zeros
     accept = np.zeros(n, dtype=bool)
     accept[[zero, zeros, 5]] = True
-    trans, accept = _trim(trans, accept)
-    trans, accept = _minimize(trans, accept)
+    trans, accept = _finish(trans, accept)
     return DFA(pattern, trans, accept)
 
 
@@ -613,17 +707,16 @@ def compile_regex(pattern: str) -> DFA:
     if pattern.startswith(DIVISIBLE) and pattern[2:].isdigit():
         return _divisible(int(pattern[2:]), pattern)
     if INTERSECT in pattern:
-        return _combine(pattern, pattern.split(INTERSECT), _product)
+        return _combine(pattern, pattern.split(INTERSECT), False)
     if MINUS in pattern:
-        return _combine(pattern, pattern.split(MINUS), _difference)
+        return _combine(pattern, pattern.split(MINUS), True)
     ast = parse(pattern)
     nfa = _NFA()
     start, final = nfa.state(), nfa.state()
     nfa.build(ast, start, final)
-    trans, accept = _subset_construction(nfa, start, final, pattern)
+    trans, accept = _determinize(nfa, start, final, pattern)
     try:
-        trans, accept = _trim(trans, accept)
+        trans, accept = _finish(trans, accept)
     except RegexError:
         raise RegexError("matches nothing", pattern) from None
-    trans, accept = _minimize(trans, accept)
     return DFA(pattern, trans, accept)

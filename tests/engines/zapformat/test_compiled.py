@@ -120,6 +120,50 @@ def test_shared_cache_across_rows_and_text_accept(enc):
             np.testing.assert_array_equal(ref, masks[0])
 
 
+REGEX_EXTRA = [
+    r"[0-9]{0,300}", r"(a|b)*abb(a|b){0,6}", r"\w+@\w+\.(com|org)", r"[^\x00-\x7f]{2,5}", r".{0,40}", r"",
+    "[a-z]+\x00&\x00[a-m]{2,7}", "[a-z]+\x00!\x00(ab|cd)", "\x00%7", "\x00%12", r"(x|xy|xyz)*(yz|z){1,3}",
+]
+
+
+def _patterns() -> list[str]:
+    """Every regex terminal of the workloads and of the JSON Schema keyword cases, plus a few hard ones."""
+    from engines.zapformat.grammar import compile_grammar
+
+    pats: dict[str, None] = dict.fromkeys(REGEX_EXTRA)
+    kbnfs = [w.grammar for w in WORKLOADS.values()] + [to_kbnf("json_schema", json.dumps(c[1])) for c in CASES]
+    for k in kbnfs:
+        pats.update(dict.fromkeys(d.pattern for d in compile_grammar(k).regexes))
+    return list(pats)
+
+
+@needs_core
+def test_regex_automata_identical(monkeypatch):
+    """Subset construction, trimming, minimisation and product automata in C++ give the Python reference's
+    arrays (same state numbering), and the same errors."""
+    from engines.zapformat import regex
+
+    pats = _patterns() + ["[a-c]+\x00&\x00[d-f]+", "(a|b)*a(a|b){15}"]
+    out = {}
+    for mode in ("compiled", "python"):
+        monkeypatch.setenv("ZAPFORMAT_CORE", mode)
+        regex.compile_regex.cache_clear()
+        res = []
+        for p in pats:
+            try:
+                d = regex.compile_regex(p)
+                res.append((d.trans.tolist(), d.accept.tolist()))
+            except regex.RegexError as e:
+                res.append(str(e))
+        out[mode] = res
+    regex.compile_regex.cache_clear()
+    assert len(pats) > 50
+    assert isinstance(out["python"][-2], str) and "matches nothing" in out["python"][-2]
+    assert isinstance(out["python"][-1], str) and "DFA larger" in out["python"][-1]
+    for p, a, b in zip(pats, out["compiled"], out["python"]):
+        assert a == b, p
+
+
 def test_core_setting_and_fallback(monkeypatch, caplog):
     with pytest.raises(ValueError, match="unknown ZapFormat core"):
         compiled.resolve("fast")
