@@ -105,15 +105,26 @@ def stale_delivery(backend, job_id: str, attempt: int) -> str | None:
     return None
 
 
+def retry_note(backend, job_id: str, attempt: int) -> str:
+    """"attempt 2: <why the first one was lost>" for a rerun, "" for a first attempt."""
+    if attempt <= 1:
+        return ""
+    why = (read_record(backend, job_id) or {}).get("retried_because", "the first attempt was lost")
+    return f"attempt {attempt}: {why}"
+
+
 class CeleryContext(LocalContext):
     """JobContext backed by the Celery result backend."""
 
     MIN_INTERVAL_S = 0.2
 
-    def __init__(self, task, job_id: str):
+    def __init__(self, task, job_id: str, retry_note: str = ""):
         super().__init__(job_id=job_id, artifacts_root=get_settings().artifacts_dir)
         self.task = task
         self.backend = task.backend
+        # A rerun (attempt 2) says so in every progress message: the one "running it again" event
+        # the web process emits is gone within a poll, and a visitor must still see why the job restarted.
+        self.retry_note = retry_note
         self._last_sent = 0.0
         self._last_check = 0.0
         self._is_cancelled = False
@@ -126,6 +137,8 @@ class CeleryContext(LocalContext):
             return
         self._last_sent = now
         meta = {"fraction": self.fraction, "message": message or (self.messages[-1] if self.messages else "")}
+        if self.retry_note:
+            meta["message"] = f"{meta['message']} ({self.retry_note})"
         if preview is not None:
             meta["preview"] = preview
         try:
@@ -169,7 +182,7 @@ def run_entry(self, method_id: str, entry: str, params: dict[str, Any], attempt:
     if why is not None:
         logger.warning("job %s (attempt %s) not run: %s", job_id, attempt, why)
         raise Ignore()
-    ctx = CeleryContext(self, job_id)
+    ctx = CeleryContext(self, job_id, retry_note(self.backend, job_id, attempt))
     if ctx.cancelled():
         self.update_state(state=CANCELLED, meta={"fraction": 0.0, "message": "cancelled before it started"})
         raise Ignore()

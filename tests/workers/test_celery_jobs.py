@@ -99,3 +99,17 @@ def test_lost_worker_is_detected(celery_app):
     s = client.snapshot(celery_app, job)
     assert s.state == "failed" and "stopped responding" in s.error
     assert client.snapshot(celery_app, job).state == "failed"  # stored, not recomputed
+
+
+def test_rerun_says_why_in_every_progress_message(celery_app):
+    """A lost idempotent job's second attempt carries the reason in all its progress, not in one passing event."""
+    why = "the worker running this job stopped responding"
+    rec = {"method": "kl_bandits", "entry": "regret_curves", "queue": "cpu", "queued_at": time.time(), "attempt": 1,
+           "idempotent": True, "params": {"env": "linear", "horizon": 20000, "seeds": 2}}
+    job = "rerun-note-test"
+    client._retry(celery_app, job, rec, why)  # as the web process does when attempt 1's heartbeat stops
+    events = list(CeleryBackend(celery_app, poll_s=0.02).events(job, timeout=60))
+    running = [e.message for e in events if e.kind == "progress" and e.message not in ("retrying", "")
+               and not e.message.startswith("waiting for a worker")]
+    assert events[-1].kind == "result" and running, [e.message for e in events]
+    assert all(m.endswith(f"(attempt 2: {why})") for m in running), running
