@@ -24,18 +24,20 @@ Progress = Callable[[float, str], None]
 
 @dataclass(frozen=True)
 class TinyConfig:
+    # spec §4: n_embd 128, 4 layers, 4 heads. The first release (width 64, 1,500 × 64 problems) left the
+    # base at 1% exact match, so the L2D path had nothing to refine; 10,000 × 128 problems is the second recipe.
     n_layer: int = 4
-    n_embd: int = 64
+    n_embd: int = 128
     n_head: int = 4
-    base_steps: int = 1500
-    base_batch: int = 64
+    base_steps: int = 10000
+    base_batch: int = 128
     base_lr: float = 2e-3
-    l2d_steps: int = 800
-    l2d_batch: int = 64
+    l2d_steps: int = 3000
+    l2d_batch: int = 128
     l2d_lr: float = 1e-3
     lora_rank: int = 0  # 0: matched to the L2D path's trainable parameters
     flow: FlowConfig = field(default_factory=FlowConfig)
-    eval_every: int = 100
+    eval_every: int = 500
     n_val: int = 300
     seed: int = 0
 
@@ -231,15 +233,14 @@ def train_lora(model, cfg: TinyConfig, budget: int, progress: Progress, cancelle
     """Baseline: LoRA fine-tuning of the same frozen model (peft), same steps, batch and objective tokens."""
     import copy
 
-    from peft import LoraConfig, get_peft_model
+    from peft import get_peft_model
 
     rank = cfg.lora_rank or lora_rank_for(model, budget)
     base = copy.deepcopy(model)
     for p in base.parameters():
         p.requires_grad_(True)
     torch.manual_seed(cfg.seed + 2)
-    lm = get_peft_model(base, LoraConfig(r=rank, lora_alpha=rank, target_modules=["c_attn", "c_proj", "c_fc"],
-                                         fan_in_fan_out=True, lora_dropout=0.0))
+    lm = get_peft_model(base, lora_config(rank))
     params = [p for p in lm.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=cfg.l2d_lr)
     rng = np.random.default_rng(cfg.seed + 1)
@@ -261,10 +262,34 @@ def train_lora(model, cfg: TinyConfig, budget: int, progress: Progress, cancelle
             acc, _ = exact_match(merged.base_model.model, None, val, DecodeOptions(steps=1), labels=False)
             curve.append({"step": step + 1, "loss": loss.item(), "val_acc": acc})
             progress((step + 1) / cfg.l2d_steps, f"LoRA step {step + 1}: validation exact match {acc:.1%}")
-    out = lm.merge_and_unload().eval()
     rec = {"rank": rank, "params": sum(p.numel() for p in params), "cpu_seconds": time.process_time() - t0,
            "curve": curve}
-    return out, rec
+    return lm.eval(), rec
+
+
+def lora_config(rank: int):
+    from peft import LoraConfig
+
+    return LoraConfig(r=rank, lora_alpha=rank, target_modules=["c_attn", "c_proj", "c_fc"], fan_in_fan_out=True,
+                      lora_dropout=0.0)
+
+
+def lora_state(lm) -> dict:
+    """The adapter's own tensors (A and B per target): what the release stores, not a merged copy of the base."""
+    from peft import get_peft_model_state_dict
+
+    return get_peft_model_state_dict(lm)
+
+
+def merged_lora(base, rank: int, state: dict):
+    """The LoRA baseline as a plain model: a copy of the frozen base with the adapter merged in."""
+    import copy
+
+    from peft import get_peft_model, set_peft_model_state_dict
+
+    lm = get_peft_model(copy.deepcopy(base), lora_config(rank))
+    set_peft_model_state_dict(lm, state)
+    return freeze(lm.merge_and_unload().eval())
 
 
 @torch.no_grad()

@@ -30,7 +30,7 @@ from engines.common.settings import get_settings
 from . import models
 from .flow import Adapter, FlowPath, freeze
 
-CODE_VERSION = 1  # bump when the training code changes what gets built
+CODE_VERSION = 2  # bump when the training code changes what gets built (2: LoRA stored as its adapter)
 KIND = "l2d"
 META = "l2d.json"
 FILES = {"base": "base.safetensors", "l2d": "l2d.safetensors", "lora": "lora.safetensors"}
@@ -116,7 +116,7 @@ def build(folder: Path, stages=("base", "l2d", "lora"), cfg: models.TinyConfig |
         if flow is None:
             flow = _load_flow(folder, base, cfg)
         lm, rec = models.train_lora(base, cfg, flow.n_params(), say, cancelled)
-        _save(folder, "lora", lm.state_dict(), man, rec)
+        _save(folder, "lora", models.lora_state(lm), man, rec)
     return man
 
 
@@ -133,14 +133,13 @@ def _load_flow(folder: Path, base, cfg: models.TinyConfig) -> FlowPath:
     return flow.eval()
 
 
-def _load_lora(folder: Path, cfg: models.TinyConfig):
+def _load_lora(folder: Path, base, cfg: models.TinyConfig):
+    """The LoRA baseline: the stored adapter (rank from the manifest) merged into a copy of the frozen base."""
     p = folder / FILES["lora"]
-    if not p.exists():
+    rank = read_manifest(folder).get("training", {}).get("lora", {}).get("rank")
+    if not p.exists() or rank is None:
         return None
-    lm = models.make_base(cfg)
-    lm.load_state_dict(load_file(str(p)), strict=False)
-    lm.tie_weights()
-    return freeze(lm)
+    return models.merged_lora(base, int(rank), load_file(str(p)))
 
 
 def verify(folder: Path) -> list[str]:
@@ -174,7 +173,7 @@ def load(progress=None) -> Bundle:
                   else f"released tiny models (release/{KIND}/{key_for(cfg)})")
         man = read_manifest(folder)
         base = _load_base(folder, cfg)
-        b = Bundle(base, _load_flow(folder, base, cfg), _load_lora(folder, cfg), cfg, man, source)
+        b = Bundle(base, _load_flow(folder, base, cfg), _load_lora(folder, base, cfg), cfg, man, source)
         b.folder = folder
         _cache[profile] = b
         return b

@@ -217,6 +217,29 @@ def test_micro_models_and_solve():
         experiment.solve({"problem": "1+1-5="})
 
 
+def test_lora_baseline_is_stored_as_its_adapter():
+    """The release stores the LoRA baseline's A/B matrices only; merged into the frozen base they give the
+    trained adapter's logits, and the base the bundle holds is untouched."""
+    from safetensors.torch import load_file
+
+    from engines.l2d import release
+
+    b = release.load()
+    stored = load_file(str(b.folder / release.FILES["lora"]))
+    assert stored and all("lora_" in k for k in stored)  # no copy of the base's weights
+    rank = b.manifest["training"]["lora"]["rank"]
+    assert all(min(v.shape) == rank for v in stored.values())
+    ids = _ids(8)
+    with torch.no_grad():
+        base_logits = b.base(input_ids=ids).logits
+        lora_logits = b.lora(input_ids=ids).logits
+    assert not torch.allclose(base_logits, lora_logits)  # the adapter acts
+    again = models.merged_lora(b.base, rank, stored)
+    with torch.no_grad():
+        assert torch.equal(again(input_ids=ids).logits, lora_logits)
+        assert torch.equal(b.base(input_ids=ids).logits, base_logits)
+
+
 def test_publish_and_install_through_the_model_release(tmp_path, monkeypatch):
     """The micro models published into a release directory install, verified, into a fresh data dir."""
     import json
