@@ -25,14 +25,14 @@ Progress = Callable[[float, str], None]
 @dataclass(frozen=True)
 class TinyConfig:
     # spec §4: n_embd 128, 4 layers, 4 heads. The first release (width 64, 1,500 × 64 problems) left the
-    # base at 1% exact match, so the L2D path had nothing to refine; 10,000 × 128 problems is the second recipe.
+    # base at 1% exact match, so the L2D path had nothing to refine; 6,000 × 128 problems is the second recipe.
     n_layer: int = 4
     n_embd: int = 128
     n_head: int = 4
-    base_steps: int = 10000
+    base_steps: int = 6000
     base_batch: int = 128
     base_lr: float = 2e-3
-    l2d_steps: int = 3000
+    l2d_steps: int = 2000
     l2d_batch: int = 128
     l2d_lr: float = 1e-3
     lora_rank: int = 0  # 0: matched to the L2D path's trainable parameters
