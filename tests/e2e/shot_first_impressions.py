@@ -32,4 +32,10 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    code = main()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # A worked example of a tab not asked for may still be computing in the app's daemon runner thread (inside
+    # torch); interpreter finalisation under it aborts the process ("terminate called without an active
+    # exception", exit 134) after the work is done. The screenshots are written: leave without finalising.
+    os._exit(code)
