@@ -303,6 +303,21 @@ def _register(kind: str, key: str, m: dict) -> None:
                             indent=1))
 
 
+def retire(kind: str, keep: str) -> list[str]:
+    """Remove every artifact of ``kind`` but ``keep`` (a rebuilt default replaces the old one): directories and
+    entries. Returns the keys removed."""
+    rel = read_release()
+    gone = [k.split("/", 1)[1] for k in artifacts(kind) if k != f"{kind}/{keep}"]
+    for key in gone:
+        shutil.rmtree(artifact_dir(kind, key), ignore_errors=True)
+        rel["artifacts"].pop(f"{kind}/{key}", None)
+    if gone:
+        rel["bytes"] = sum(a["bytes"] for a in rel["artifacts"].values())
+        rel["updated_at"] = time.strftime("%Y-%m-%d %H:%M:%S")
+        (release_dir() / RELEASE_FILE).write_text(json.dumps(rel, indent=1))
+    return gone
+
+
 def set_version(v: int) -> None:
     rel = read_release()
     rel["version"] = int(v)

@@ -219,7 +219,9 @@ def main(argv: list[str]) -> int:
     _cache.clear()
     write_example(folder)
     m = publish(folder, cfg)
-    print(f"built {stages} in {time.time() - t0:.0f} s wall; published release/{KIND}/{m['key']}")
+    old = shared_release.retire(KIND, m["key"])
+    print(f"built {stages} in {time.time() - t0:.0f} s wall; published release/{KIND}/{m['key']}"
+          + (f" (replaces {', '.join(old)})" if old else ""))
     return 0
 
 
