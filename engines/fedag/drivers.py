@@ -73,7 +73,7 @@ def run_fedag(s: Setup, lam: float | None = None, quality: bool | None = None, m
             ms = []
             for u in updates:
                 if u.domain == i:
-                    m = ClientNet()
+                    m = s.make_client()
                     m.load_state_dict(state_torch(u.weights))
                     ms.append((u, m))
             students.append(ms)
@@ -117,7 +117,7 @@ def run_fedavg(s: Setup, progress: Progress = _noop, cancelled: Callable[[], boo
     p = s.params
     _reset_clients(s, p.seed)
     torch.manual_seed(p.seed + 2)
-    glob = ClientNet()
+    glob = s.make_client()
     channel, history = Channel(), []
     for r in range(1, p.rounds + 1):
         w = state_numpy(glob)

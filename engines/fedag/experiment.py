@@ -29,7 +29,7 @@ def federate(p: FederationParams, ctx: JobContext) -> dict:
     _threads()
     t0 = time.perf_counter()
     ctx.progress(0.0, "loading the frozen CLIP and building the silos")
-    s = build_setup(p, progress=Subprogress(ctx, 0.0, 0.1))
+    s = build_setup(p, progress=Subprogress(ctx, 0.0, 0.1), cancelled=ctx.cancelled)
     ctx.check_cancelled()
     methods = ["fedag", *p.baselines]
     span = 0.85 / len(methods)

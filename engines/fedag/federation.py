@@ -96,14 +96,16 @@ def state_torch(weights: dict[str, np.ndarray]) -> dict[str, torch.Tensor]:
 class Client:
     """One silo: its private images stay in ``_x``/``_y``; it answers instructions with ``ClientUpdate``s."""
 
-    def __init__(self, cid: int, domain: int, x: np.ndarray, y: np.ndarray, seed: int):
+    def __init__(self, cid: int, domain: int, x: np.ndarray, y: np.ndarray, seed: int,
+                 make_model: Callable[[], torch.nn.Module] | None = None):
         self.cid, self.domain = cid, domain
+        self.make_model = make_model or (lambda: ClientNet(N_CLASSES))
         self._x, self._y = x, y
         self.image_size = int(np.prod(x.shape[1:]))
         self.fingerprints = {_fingerprint(r) for r in x.reshape(len(x), -1)}
         self.gen = torch.Generator().manual_seed(seed * 1000 + cid)
         torch.manual_seed(seed * 1000 + cid)
-        self.model = ClientNet(N_CLASSES)
+        self.model = self.make_model()
         self._after_local: dict[str, torch.Tensor] | None = None
         self._z: torch.Tensor | None = None
 
@@ -180,14 +182,30 @@ class Setup:
     eval_sets: dict[str, dict[str, dict]]  # split ("val"|"test") → domain → {"x", "y", "z"}
     text: torch.Tensor
     encode: Callable
+    #: constructor of one client model: the small CNN, or a timm ViT at paper scale (``paper_scale.PaperScale``)
+    make_client: Callable[[], torch.nn.Module] = field(default=lambda: ClientNet(N_CLASSES))
+    scale: "object" = None  # the PaperScale the setup was built with (None: the tiny defaults)
 
 
-def build_setup(p: FederationParams, clip=None, data: dict[str, DomainData] | None = None, progress=None) -> Setup:
-    """Silos (disjoint digits per domain, ``clients_per_domain`` clients each), server synthetic data, features."""
+def build_setup(p: FederationParams, clip=None, data: dict[str, DomainData] | None = None, progress=None,
+                scale=None, pipe=None, cancelled: Callable[[], bool] = lambda: False) -> Setup:
+    """Silos (disjoint digits per domain, ``clients_per_domain`` clients each), server synthetic data, features.
+
+    ``scale`` (a ``paper_scale.PaperScale``; default: read from the ``PAPERLAB_FEDAG_*`` settings) picks the
+    server CLIP (a local ``CLIPModel`` folder or the zoo's tiny CLIP), the client model (the CNN or a timm ViT)
+    and the synthetic-data generator (a local ``StableDiffusionPipeline`` or the deformed public-pool digits);
+    ``clip`` / ``pipe`` pass already-loaded ones."""
     from engines.common import zoo
     from engines.common.data.greyscale import digit_caption
 
-    clip = clip or zoo.load("clip", ctx=progress, shared=True)
+    from .paper_scale import PaperScale, synthesise_diffusion
+
+    scale = PaperScale.from_env() if scale is None else scale
+    if clip is None:
+        clip = scale.load_clip() if scale.clip_dir else zoo.load("clip", ctx=progress, shared=True)
+    make_client = scale.client_factory(N_CLASSES)
+    if pipe is None and scale.sd_dir:
+        pipe = scale.load_pipeline()
 
     @torch.no_grad()
     def encode(x: np.ndarray) -> torch.Tensor:
@@ -200,10 +218,15 @@ def build_setup(p: FederationParams, clip=None, data: dict[str, DomainData] | No
     for di, d in enumerate(ins):
         dd = data[d]
         for part in np.array_split(np.arange(len(dd.train_y)), p.clients_per_domain):
-            clients.append(Client(cid, di, dd.train_x[part], dd.train_y[part], p.seed))
+            clients.append(Client(cid, di, dd.train_x[part], dd.train_y[part], p.seed, make_client))
             cid += 1
-    pool = public_pool(len(p.domains), p.images_per_domain, p.split_seed) if p.generator == "pool" else None
-    syn = [synthesise(d, p.synthetic_per_domain, p.corruption, p.seed, pool) for d in ins]
+    if pipe is not None:  # text-to-image: "a {domain style} of a {class}", resized to the silos' image size
+        size = int(data[ins[0]].train_x.shape[1])
+        syn = [synthesise_diffusion(pipe, d, p.synthetic_per_domain, p.corruption, p.seed, size, scale.sd_steps,
+                                    scale.sd_guidance, scale.sd_resolution, cancelled) for d in ins]
+    else:
+        pool = public_pool(len(p.domains), p.images_per_domain, p.split_seed) if p.generator == "pool" else None
+        syn = [synthesise(d, p.synthetic_per_domain, p.corruption, p.seed, pool) for d in ins]
     evals = {s: {d: {"x": getattr(data[d], f"{s}_x"), "y": torch.as_tensor(getattr(data[d], f"{s}_y"))}
                  for d in p.domains} for s in ("val", "test")}
     for s in evals.values():
@@ -211,7 +234,7 @@ def build_setup(p: FederationParams, clip=None, data: dict[str, DomainData] | No
             v["z"] = encode(v["x"])
     with torch.no_grad():
         text = clip.encode_texts([digit_caption(k) for k in range(N_CLASSES)], normalize=False).float().cpu()
-    return Setup(p, ins, p.held_out, clients, syn, [encode(s.x) for s in syn], evals, text, encode)
+    return Setup(p, ins, p.held_out, clients, syn, [encode(s.x) for s in syn], evals, text, encode, make_client, scale)
 
 
 def auroc(clean_scores: np.ndarray, bad_scores: np.ndarray) -> float:
@@ -226,5 +249,5 @@ def _reset_clients(s: Setup, seed: int) -> None:
     for c in s.clients:
         c.gen = torch.Generator().manual_seed(seed * 1000 + c.cid)
         torch.manual_seed(seed * 1000 + c.cid)
-        c.model = ClientNet(N_CLASSES)
+        c.model = s.make_client()
         c._after_local = None
