@@ -419,7 +419,8 @@ def paper_scale_smoke(root: str | Path, n_images: int = 2, sd_resolution: int = 
     with torch.no_grad():
         z = clip.encode_images(x, normalize=False)
         txt = clip.encode_texts([digit_caption(k) for k in range(10)], normalize=False)
-    assert z.shape == (n_images, 512) and txt.shape == (10, 512) and torch.isfinite(z).all()
+    proj = clip_vit_b32_config()["projection_dim"]
+    assert z.shape == (n_images, proj) and txt.shape == (10, proj) and torch.isfinite(z).all()
     out["clip"] = {"params_M": round(sum(p.numel() for p in model.parameters()) / 1e6, 1), "image_features":
                    list(z.shape), "text_features": list(txt.shape), "s": round(time.perf_counter() - t, 1)}
     log(f"check 7: CLIP ViT-B/32 {out['clip']}")

@@ -251,3 +251,34 @@ def test_build_setup_reads_the_settings_and_fails_naming_them(monkeypatch, tmp_p
                          rounds=1, baselines=())
     with pytest.raises(PaperScaleError, match="PAPERLAB_FEDAG_CLIP_DIR=.*absent.*not a local folder"):
         build_setup(p)
+
+
+def test_check7_smoke_runs_the_paper_configs_code_path(monkeypatch, tmp_path):
+    """``paper_scale_smoke`` (check 7) end to end, with the CLIP and SD configs it writes shrunk (the ViT-tiny
+    client stays full size): json written, read back with local_files_only, one forward through FedAG's code."""
+    import json
+
+    from engines.fedag import paper_scale as ps
+
+    full_clip, full_sd = ps.clip_vit_b32_config(), ps.sd21_base_configs()
+    clip = json.loads(json.dumps(full_clip))
+    for k in ("text_config", "vision_config"):
+        clip[k].update(hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2)
+    clip["projection_dim"] = clip["text_config"]["projection_dim"] = clip["vision_config"]["projection_dim"] = PROJ
+    sd = json.loads(json.dumps(full_sd))
+    sd["unet"].update(block_out_channels=[32, 32, 64, 64], attention_head_dim=[2, 2, 4, 4], cross_attention_dim=32,
+                      layers_per_block=1)
+    sd["vae"].update(block_out_channels=[8, 8, 16, 16], layers_per_block=1, norm_num_groups=8)
+    sd["unet"]["norm_num_groups"] = 8
+    sd["text_encoder"].update(hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2)
+    monkeypatch.setattr(ps, "clip_vit_b32_config", lambda: clip)
+    monkeypatch.setattr(ps, "sd21_base_configs", lambda: sd)
+    out = ps.paper_scale_smoke(tmp_path, log=lambda *_: None)
+    assert out["clip"]["image_features"] == [2, PROJ] and out["client"]["prototypes"] == [10, 192]
+    assert out["client"]["img_size"] == 224 and 5 < out["client"]["params_M"] < 6  # ViT-tiny: 5.5 M
+    assert out["sd"]["synthetic"] == [2, 32, 32, 3]
+    assert json.loads((tmp_path / "stable-diffusion-2-1-base" / "unet" / "config.json").read_text())[
+        "cross_attention_dim"] == 32
+    # the real configurations are the paper's models
+    assert full_clip["vision_config"]["patch_size"] == 32 and full_clip["projection_dim"] == 512
+    assert full_sd["unet"]["cross_attention_dim"] == 1024 and full_sd["unet"]["block_out_channels"][-1] == 1280
