@@ -72,7 +72,7 @@ def paper_scale_check() -> tuple[str, bool]:
 
 
 def run_fold(held_out: str, seed: int, lr_fedag: float, lr_fedclip: float, methods=METHODS, clip=None,
-             data=None) -> dict:
+             data=None, pipe=None) -> dict:
     from . import drivers as dr
     from .federation import build_setup
     from .params import BENCHMARK_DOMAINS, FederationParams
@@ -82,7 +82,7 @@ def run_fold(held_out: str, seed: int, lr_fedag: float, lr_fedclip: float, metho
     # PAPERLAB_FEDAG_ROUNDS: a smoke run of this script with fewer rounds (the page states the rounds it used)
     p = FederationParams(domains=BENCHMARK_DOMAINS, held_out=held_out, seed=seed, lr=lr_fedag,
                          rounds=int(os.environ.get("PAPERLAB_FEDAG_ROUNDS", 10)))
-    s = build_setup(p, clip=clip, data=data)
+    s = build_setup(p, clip=clip, data=data, pipe=pipe)
     out = {}
     if "fedag" in methods:
         r = dr.run_fedag(s)
@@ -115,12 +115,18 @@ def main():
     from engines.common.figures import subplots
 
     from .domains import real_domains
+    from .paper_scale import PaperScale
     from .params import BENCHMARK_DOMAINS, DOMAIN_LABELS, METHOD_LABELS
 
     torch.set_num_threads(2)
     rep = Report("fedag", "FedAG: federated domain-knowledge infusion")
     t0 = time.perf_counter()
-    clip = zoo.load("clip", shared=True)
+    # the PAPERLAB_FEDAG_* settings (docs/methods/fedag.md, "Paper scale") swap in local paper-scale models
+    scale = PaperScale.from_env()
+    clip = scale.load_clip() if scale.clip_dir else zoo.load("clip", shared=True)
+    pipe = scale.load_pipeline() if scale.sd_dir else None
+    if not scale.is_tiny:
+        print(f"paper-scale settings: {scale.describe()}", flush=True)
     data = real_domains(list(BENCHMARK_DOMAINS), 350, 0)
 
     u = _unit_checks()
@@ -131,7 +137,8 @@ def main():
     # tuning on the validation split (seed 0, all folds)
     val = {}
     for lr in LRS:
-        runs = [run_fold(h, 0, lr, lr, ("fedag", "fedclip"), clip, data) for h in BENCHMARK_DOMAINS]
+        runs = [run_fold(h, 0, lr, lr, ("fedag", "fedclip"), clip, data, pipe)
+                for h in BENCHMARK_DOMAINS]
         for m in ("fedag", "fedclip"):
             val[(m, lr)] = float(np.mean([(r[m]["history"][-1]["val_in"] + r[m]["history"][-1]["val_ood"]) / 2
                                           for r in runs]))
@@ -142,7 +149,7 @@ def main():
     folds: dict[str, list[dict]] = {h: [] for h in BENCHMARK_DOMAINS}
     for seed in SEEDS:
         for h in BENCHMARK_DOMAINS:
-            folds[h].append(run_fold(h, seed, lr_fedag, lr_fedclip, METHODS, clip, data))
+            folds[h].append(run_fold(h, seed, lr_fedag, lr_fedclip, METHODS, clip, data, pipe))
             print(f"fold {h} seed {seed} done ({time.perf_counter() - t0:.0f} s)", flush=True)
     runs = [r for rs in folds.values() for r in rs]
 
