@@ -17,6 +17,7 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -116,6 +117,7 @@ struct VocabData {
     size_t words = 0;
     // eager-cache walks keyed by canonical sub-automaton, shared by every grammar over this vocabulary
     std::unordered_map<std::string, std::shared_ptr<const EagerEntry>> eager_shared;
+    std::unordered_set<std::string> eager_pinned;  // survive forget_walks (the schema-independent walks)
     const uint8_t* tok(int64_t r) const { return reinterpret_cast<const uint8_t*>(pool.data()) + off[r]; }
     int64_t len(int64_t r) const { return off[r + 1] - off[r]; }
 };
@@ -660,15 +662,52 @@ class Recognizer {
 // ------------------------------------------------------------------------------------------------ regex automata
 // regex.py's subset construction, trimming, Moore minimisation and product/difference automata, with the same
 // output: the same state numbering, so a DFA built here equals the Python reference's array for array
-// (tests/engines/zapformat/test_compiled.py). The parser and the Thompson NFA stay in Python (regex.py); the NFA
-// arrives as flat edge lists.
+// (tests/engines/zapformat/test_compiled.py). Inside, a DFA is stored over byte classes (runs of bytes that every
+// state treats alike), K columns instead of 256; it is expanded to 256 columns once, on the way out.
+
+struct CDFA {
+    std::vector<int32_t> cuts{0, 256};  // class k = bytes [cuts[k], cuts[k + 1])
+    std::vector<int32_t> t;             // n * K: next state or -1
+    std::vector<uint8_t> acc;
+    int32_t K() const { return (int32_t)cuts.size() - 1; }
+    int32_t n() const { return (int32_t)acc.size(); }
+};
+
+// a 256-column table -> classes = maximal runs of bytes with equal columns
+CDFA compress(const std::vector<int32_t>& trans, const std::vector<uint8_t>& accept) {
+    CDFA d;
+    const int32_t n = (int32_t)accept.size();
+    bool cut[256] = {false};
+    for (int32_t s = 0; s < n; ++s) {
+        const int32_t* row = &trans[(size_t)s * 256];
+        for (int b = 1; b < 256; ++b) cut[b] |= row[b] != row[b - 1];
+    }
+    d.cuts.assign(1, 0);
+    for (int b = 1; b < 256; ++b)
+        if (cut[b]) d.cuts.push_back(b);
+    d.cuts.push_back(256);
+    const int32_t K = d.K();
+    d.t.resize((size_t)n * K);
+    for (int32_t s = 0; s < n; ++s)
+        for (int32_t k = 0; k < K; ++k) d.t[(size_t)s * K + k] = trans[(size_t)s * 256 + d.cuts[k]];
+    d.acc = accept;
+    return d;
+}
+
+void expand(const CDFA& d, std::vector<int32_t>& trans) {
+    const int32_t n = d.n(), K = d.K();
+    trans.resize((size_t)n * 256);
+    for (int32_t s = 0; s < n; ++s) {
+        int32_t* row = &trans[(size_t)s * 256];
+        for (int32_t k = 0; k < K; ++k) std::fill(row + d.cuts[k], row + d.cuts[k + 1], d.t[(size_t)s * K + k]);
+    }
+}
 
 // regex._subset_construction. NFA: eps edges (src -> tgt) and byte-range edges (src, lo..hi -> tgt). Returns
 // false when the DFA would exceed max_states (the caller raises RegexError).
 bool determinize(int32_t n_nfa, const std::vector<int32_t>& eps_src, const std::vector<int32_t>& eps_tgt,
                  const std::vector<int32_t>& e_src, const std::vector<int32_t>& e_lo, const std::vector<int32_t>& e_hi,
-                 const std::vector<int32_t>& e_tgt, int32_t start, int32_t final_, int64_t max_states,
-                 std::vector<int32_t>& trans, std::vector<uint8_t>& accept) {
+                 const std::vector<int32_t>& e_tgt, int32_t start, int32_t final_, int64_t max_states, CDFA& out) {
     // CSR adjacency
     std::vector<int32_t> eps_off(n_nfa + 1, 0), eps_adj(eps_src.size());
     for (int32_t s : eps_src) ++eps_off[s + 1];
@@ -681,7 +720,8 @@ bool determinize(int32_t n_nfa, const std::vector<int32_t>& eps_src, const std::
     bool cut[257] = {false};
     cut[0] = cut[256] = true;
     for (size_t i = 0; i < e_src.size(); ++i) { cut[e_lo[i]] = true; cut[e_hi[i] + 1] = true; }
-    std::vector<int32_t> cuts;
+    std::vector<int32_t>& cuts = out.cuts;
+    cuts.clear();
     int32_t class_of[257];
     for (int b = 0; b <= 256; ++b) {
         if (cut[b]) cuts.push_back(b);
@@ -705,21 +745,21 @@ bool determinize(int32_t n_nfa, const std::vector<int32_t>& eps_src, const std::
     std::vector<uint32_t> stamp(n_nfa, 0);
     uint32_t gen = 0;
     std::vector<int32_t> stack;
-    auto closure = [&](const std::vector<int32_t>& seeds, std::vector<int32_t>& out) {
+    auto closure = [&](const std::vector<int32_t>& seeds, std::vector<int32_t>& res) {
         if (++gen == 0) { std::fill(stamp.begin(), stamp.end(), 0u); gen = 1; }
-        out.clear();
+        res.clear();
         stack.clear();
         for (int32_t s : seeds)
-            if (stamp[s] != gen) { stamp[s] = gen; out.push_back(s); stack.push_back(s); }
+            if (stamp[s] != gen) { stamp[s] = gen; res.push_back(s); stack.push_back(s); }
         while (!stack.empty()) {
             int32_t s = stack.back();
             stack.pop_back();
             for (int32_t k = eps_off[s]; k < eps_off[s + 1]; ++k) {
                 int32_t t = eps_adj[k];
-                if (stamp[t] != gen) { stamp[t] = gen; out.push_back(t); stack.push_back(t); }
+                if (stamp[t] != gen) { stamp[t] = gen; res.push_back(t); stack.push_back(t); }
             }
         }
-        std::sort(out.begin(), out.end());
+        std::sort(res.begin(), res.end());
     };
     std::unordered_map<std::string, int32_t> index;
     std::vector<std::vector<int32_t>> order;
@@ -732,9 +772,11 @@ bool determinize(int32_t n_nfa, const std::vector<int32_t>& eps_src, const std::
     order.push_back(set);
     std::vector<std::vector<int32_t>> buckets(K);
     std::vector<int32_t> touched;
+    std::unordered_map<uint64_t, std::pair<int32_t, int32_t>> same;  // bucket hash -> (class, DFA state)
+    std::vector<int32_t>& trans = out.t;
     trans.clear();
     for (size_t q = 0; q < order.size(); ++q) {
-        trans.resize((q + 1) * 256, -1);
+        trans.resize((q + 1) * K, -1);
         touched.clear();
         for (int32_t s : order[q])
             for (int32_t k = e_off[s]; k < e_off[s + 1]; ++k)
@@ -743,45 +785,55 @@ bool determinize(int32_t n_nfa, const std::vector<int32_t>& eps_src, const std::
                     buckets[c].push_back(ek_t[k]);
                 }
         std::sort(touched.begin(), touched.end());
+        // classes of this state with the same target list share one closure
+        same.clear();
         for (int32_t c : touched) {
-            closure(buckets[c], set);
-            buckets[c].clear();
-            std::string key = key_of(set);
-            auto it = index.find(key);
-            int32_t id;
-            if (it == index.end()) {
-                if ((int64_t)order.size() >= max_states) return false;
-                id = (int32_t)order.size();
-                index.emplace(std::move(key), id);
-                order.push_back(set);
-            } else {
-                id = it->second;
+            const std::vector<int32_t>& bk = buckets[c];
+            uint64_t h = 0x9E3779B97F4A7C15ULL ^ bk.size();
+            for (int32_t t : bk) h = mix(h ^ (uint32_t)t);
+            int32_t id = -1;
+            auto hit = same.find(h);
+            if (hit != same.end() && buckets[hit->second.first] == bk) id = hit->second.second;
+            if (id < 0) {
+                closure(bk, set);
+                std::string key = key_of(set);
+                auto it = index.find(key);
+                if (it == index.end()) {
+                    if ((int64_t)order.size() >= max_states) return false;
+                    id = (int32_t)order.size();
+                    index.emplace(std::move(key), id);
+                    order.push_back(set);
+                } else {
+                    id = it->second;
+                }
+                if (hit == same.end()) same.emplace(h, std::make_pair(c, id));
             }
-            int32_t* row = &trans[q * 256];
-            for (int32_t b = cuts[c]; b < cuts[c + 1]; ++b) row[b] = id;
+            trans[q * K + c] = id;
         }
+        for (int32_t c : touched) buckets[c].clear();
     }
-    accept.assign(order.size(), 0);
+    out.acc.assign(order.size(), 0);
     for (size_t q = 0; q < order.size(); ++q)
-        accept[q] = std::binary_search(order[q].begin(), order[q].end(), final_) ? 1 : 0;
+        out.acc[q] = std::binary_search(order[q].begin(), order[q].end(), final_) ? 1 : 0;
     return true;
 }
 
 // regex._trim: states that cannot reach an accepting state go to the dead state (-1); the others keep their
 // order. False when the start state is dead (the regex matches nothing).
-bool trim(std::vector<int32_t>& trans, std::vector<uint8_t>& accept) {
-    const int32_t n = (int32_t)accept.size();
+bool trim(CDFA& d) {
+    const int32_t n = d.n(), K = d.K();
+    const std::vector<int32_t>& t = d.t;
     std::vector<int32_t> rev_off(n + 1, 0), rev;
-    for (size_t i = 0; i < trans.size(); ++i)
-        if (trans[i] >= 0) ++rev_off[trans[i] + 1];
+    for (size_t i = 0; i < t.size(); ++i)
+        if (t[i] >= 0) ++rev_off[t[i] + 1];
     for (int32_t i = 0; i < n; ++i) rev_off[i + 1] += rev_off[i];
     rev.resize(rev_off[n]);
     {
         std::vector<int32_t> fill(rev_off.begin(), rev_off.end() - 1);
-        for (size_t i = 0; i < trans.size(); ++i)
-            if (trans[i] >= 0) rev[fill[trans[i]]++] = (int32_t)(i / 256);
+        for (size_t i = 0; i < t.size(); ++i)
+            if (t[i] >= 0) rev[fill[t[i]]++] = (int32_t)(i / K);
     }
-    std::vector<uint8_t> alive(accept);
+    std::vector<uint8_t> alive(d.acc);
     std::vector<int32_t> stack;
     for (int32_t s = 0; s < n; ++s)
         if (alive[s]) stack.push_back(s);
@@ -796,17 +848,18 @@ bool trim(std::vector<int32_t>& trans, std::vector<uint8_t>& accept) {
     int32_t m = 0;
     for (int32_t s = 0; s < n; ++s)
         if (alive[s]) remap[s] = m++;
-    std::vector<int32_t> t2((size_t)m * 256);
+    if (m == n) return true;
+    std::vector<int32_t> t2((size_t)m * K);
     std::vector<uint8_t> a2(m);
     for (int32_t s = 0; s < n; ++s) {
         if (!alive[s]) continue;
-        const int32_t* row = &trans[(size_t)s * 256];
-        int32_t* out = &t2[(size_t)remap[s] * 256];
-        for (int b = 0; b < 256; ++b) out[b] = row[b] >= 0 ? remap[row[b]] : -1;
-        a2[remap[s]] = accept[s];
+        const int32_t* row = &t[(size_t)s * K];
+        int32_t* o = &t2[(size_t)remap[s] * K];
+        for (int32_t k = 0; k < K; ++k) o[k] = row[k] >= 0 ? remap[row[k]] : -1;
+        a2[remap[s]] = d.acc[s];
     }
-    trans.swap(t2);
-    accept.swap(a2);
+    d.t.swap(t2);
+    d.acc.swap(a2);
     return true;
 }
 
@@ -814,35 +867,42 @@ bool trim(std::vector<int32_t>& trans, std::vector<uint8_t>& accept) {
 // under every byte (Hopcroft's algorithm: the same partition as the Python Moore refinement, which is unique),
 // then the Python renumbering: the start's class is 0, classes in breadth-first order, a class's successors
 // visited in the order of the (ascending) state ids its smallest member moves to.
-void minimize(std::vector<int32_t>& trans, std::vector<uint8_t>& accept) {
-    const int32_t n = (int32_t)accept.size();
+void minimize(CDFA& d) {
+    const int32_t n = d.n(), K = d.K();
     if (n == 0) return;
-    const int32_t N = n + 1, D = n;  // D: the dead state, complete under every byte
-    // byte classes: bytes whose columns are equal
-    std::vector<int32_t> rep_byte;
+    const int32_t N = n + 1, D = n;  // D: the dead state, complete under every class
+    const std::vector<int32_t>& trans = d.t;
+    // refine over one class per distinct column (classes whose columns are equal split nothing differently)
+    std::vector<int32_t> cols;
     {
-        std::unordered_map<std::string, int32_t> cols;
-        std::vector<int32_t> col(n);
-        for (int b = 0; b < 256; ++b) {
-            for (int32_t s = 0; s < n; ++s) col[s] = trans[(size_t)s * 256 + b];
-            std::string k(reinterpret_cast<const char*>(col.data()), col.size() * sizeof(int32_t));
-            if (cols.emplace(std::move(k), (int32_t)rep_byte.size()).second) rep_byte.push_back(b);
+        std::unordered_map<uint64_t, std::vector<int32_t>> by_hash;
+        for (int32_t k = 0; k < K; ++k) {
+            uint64_t h = 0x9E3779B97F4A7C15ULL;
+            for (int32_t s = 0; s < n; ++s) h = (h ^ (uint32_t)trans[(size_t)s * K + k]) * 0x100000001B3ULL;
+            std::vector<int32_t>& same = by_hash[h];
+            bool dup = false;
+            for (int32_t j : same) {
+                dup = true;
+                for (int32_t s = 0; s < n && dup; ++s) dup = trans[(size_t)s * K + j] == trans[(size_t)s * K + k];
+                if (dup) break;
+            }
+            if (!dup) { same.push_back(k); cols.push_back(k); }
         }
     }
-    const int32_t K = (int32_t)rep_byte.size();
-    auto delta = [&](int32_t s, int32_t k) -> int32_t {
+    const int32_t C = (int32_t)cols.size();
+    auto delta = [&](int32_t s, int32_t c) -> int32_t {
         if (s == D) return D;
-        int32_t t = trans[(size_t)s * 256 + rep_byte[k]];
+        int32_t t = trans[(size_t)s * K + cols[c]];
         return t < 0 ? D : t;
     };
     // inverse transitions per class: inv[k][q] = predecessors of q under class k
-    std::vector<int32_t> inv_off((size_t)K * (N + 1) + 1, 0), inv((size_t)K * N);
-    for (int32_t k = 0; k < K; ++k)
+    std::vector<int32_t> inv_off((size_t)C * (N + 1) + 1, 0), inv((size_t)C * N);
+    for (int32_t k = 0; k < C; ++k)
         for (int32_t s = 0; s < N; ++s) ++inv_off[(size_t)k * (N + 1) + delta(s, k) + 1];
     for (size_t i = 0; i + 1 < inv_off.size(); ++i) inv_off[i + 1] += inv_off[i];
     {
         std::vector<int32_t> fill(inv_off.begin(), inv_off.end() - 1);
-        for (int32_t k = 0; k < K; ++k)
+        for (int32_t k = 0; k < C; ++k)
             for (int32_t s = 0; s < N; ++s) inv[fill[(size_t)k * (N + 1) + delta(s, k)]++] = s;
     }
     // partition: elems in block order; block b is elems[bstart[b], bend[b])
@@ -850,7 +910,7 @@ void minimize(std::vector<int32_t>& trans, std::vector<uint8_t>& accept) {
     for (int pass = 0; pass < 3; ++pass) {
         int32_t b0 = (int32_t)bstart.size(), s0 = (int32_t)elems.size();
         for (int32_t s = 0; s < N; ++s) {
-            int grp = s == D ? 2 : (accept[s] ? 0 : 1);
+            int grp = s == D ? 2 : (d.acc[s] ? 0 : 1);
             if (grp != pass) continue;
             loc[s] = (int32_t)elems.size();
             blk[s] = b0;
@@ -860,14 +920,14 @@ void minimize(std::vector<int32_t>& trans, std::vector<uint8_t>& accept) {
     }
     std::vector<uint8_t> inwl;
     std::vector<std::pair<int32_t, int32_t>> work;
-    inwl.assign(bstart.size() * (size_t)K, 1);
+    inwl.assign(bstart.size() * (size_t)C, 1);
     for (int32_t b = 0; b < (int32_t)bstart.size(); ++b)
-        for (int32_t k = 0; k < K; ++k) work.emplace_back(b, k);
+        for (int32_t k = 0; k < C; ++k) work.emplace_back(b, k);
     std::vector<int32_t> xs, touched;
     while (!work.empty()) {
         auto [B, k] = work.back();
         work.pop_back();
-        inwl[(size_t)B * K + k] = 0;
+        inwl[(size_t)B * C + k] = 0;
         xs.clear();
         for (int32_t i = bstart[B]; i < bend[B]; ++i) {
             int32_t q = elems[i];
@@ -893,76 +953,88 @@ void minimize(std::vector<int32_t>& trans, std::vector<uint8_t>& accept) {
             bmark.push_back(0);
             bstart[y] += m;
             for (int32_t i = bstart[z]; i < bend[z]; ++i) blk[elems[i]] = z;
-            inwl.resize(bstart.size() * (size_t)K, 0);
+            inwl.resize(bstart.size() * (size_t)C, 0);
             int32_t sy = bend[y] - bstart[y], sz = bend[z] - bstart[z];
-            for (int32_t a = 0; a < K; ++a) {
-                if (inwl[(size_t)y * K + a]) {
-                    inwl[(size_t)z * K + a] = 1;
+            for (int32_t a = 0; a < C; ++a) {
+                if (inwl[(size_t)y * C + a]) {
+                    inwl[(size_t)z * C + a] = 1;
                     work.emplace_back(z, a);
                 } else {
                     int32_t w = sz <= sy ? z : y;
-                    inwl[(size_t)w * K + a] = 1;
+                    inwl[(size_t)w * C + a] = 1;
                     work.emplace_back(w, a);
                 }
             }
         }
     }
-    // renumbering (regex._minimize's breadth-first pass)
+    // renumbering (regex._minimize's breadth-first pass; the row's distinct targets are its classes' targets)
     const int32_t nb = (int32_t)bstart.size();
     std::vector<int32_t> rep(nb, -1), seen(nb, -1), order, queue;
     for (int32_t s = 0; s < n; ++s)
         if (rep[blk[s]] < 0) rep[blk[s]] = s;
     queue.push_back(blk[0]);
-    std::vector<int32_t> row(256);
+    std::vector<int32_t> row(K);
     for (size_t h = 0; h < queue.size(); ++h) {
         int32_t c = queue[h];
         if (seen[c] >= 0) continue;
         seen[c] = (int32_t)order.size();
         order.push_back(c);
-        std::memcpy(row.data(), &trans[(size_t)rep[c] * 256], 256 * sizeof(int32_t));
+        std::memcpy(row.data(), &trans[(size_t)rep[c] * K], K * sizeof(int32_t));
         std::sort(row.begin(), row.end());
-        for (int b = 0; b < 256; ++b) {
+        for (int32_t b = 0; b < K; ++b) {
             if (b && row[b] == row[b - 1]) continue;
             int32_t t = row[b];
             if (t >= 0 && seen[blk[t]] < 0) queue.push_back(blk[t]);
         }
     }
     const int32_t m = (int32_t)order.size();
-    std::vector<int32_t> t2((size_t)m * 256);
+    std::vector<int32_t> t2((size_t)m * K);
     std::vector<uint8_t> a2(m);
     for (int32_t k = 0; k < m; ++k) {
-        const int32_t* src = &trans[(size_t)rep[order[k]] * 256];
-        int32_t* out = &t2[(size_t)k * 256];
-        for (int b = 0; b < 256; ++b) out[b] = src[b] >= 0 ? seen[blk[src[b]]] : -1;
-        a2[k] = accept[rep[order[k]]];
+        const int32_t* src = &trans[(size_t)rep[order[k]] * K];
+        int32_t* o = &t2[(size_t)k * K];
+        for (int32_t b = 0; b < K; ++b) o[b] = src[b] >= 0 ? seen[blk[src[b]]] : -1;
+        a2[k] = d.acc[rep[order[k]]];
     }
-    trans.swap(t2);
-    accept.swap(a2);
+    d.t.swap(t2);
+    d.acc.swap(a2);
 }
 
 // regex._product (difference = false) and regex._difference (difference = true): reachable pairs, discovered in
-// state order then byte order. False past max_states.
-bool product(const std::vector<int32_t>& ta, const std::vector<uint8_t>& aa, const std::vector<int32_t>& tb,
-             const std::vector<uint8_t>& ab, bool difference, int64_t max_states, std::vector<int32_t>& trans,
-             std::vector<uint8_t>& accept) {
+// state order then byte order (a class's first byte stands for the class). False past max_states.
+bool product(const CDFA& a, const CDFA& b, bool difference, int64_t max_states, CDFA& out) {
+    // common classes: the union of both cut sets; per class, the class index in a and in b
+    std::vector<int32_t>& cuts = out.cuts;
+    cuts.clear();
+    std::merge(a.cuts.begin(), a.cuts.end(), b.cuts.begin(), b.cuts.end(), std::back_inserter(cuts));
+    cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+    const int32_t K = (int32_t)cuts.size() - 1, Ka = a.K(), Kb = b.K();
+    std::vector<int32_t> ca(K), cb(K);
+    for (int32_t k = 0, ia = 0, ib = 0; k < K; ++k) {
+        while (a.cuts[ia + 1] <= cuts[k]) ++ia;
+        while (b.cuts[ib + 1] <= cuts[k]) ++ib;
+        ca[k] = ia;
+        cb[k] = ib;
+    }
     std::unordered_map<int64_t, int32_t> index;
     std::vector<std::pair<int32_t, int32_t>> order{{0, 0}};
     auto key = [](int32_t u, int32_t v) { return ((int64_t)u << 32) | (uint32_t)(v + 2); };
     index.emplace(key(0, 0), 0);
+    std::vector<int32_t>& trans = out.t;
     trans.clear();
     for (size_t q = 0; q < order.size(); ++q) {
-        trans.resize((q + 1) * 256, -1);
+        trans.resize((q + 1) * K, -1);
         auto [x, y] = order[q];
-        const int32_t* ra = &ta[(size_t)x * 256];
-        const int32_t* rb = y >= 0 ? &tb[(size_t)y * 256] : nullptr;
-        for (int c = 0; c < 256; ++c) {
-            int32_t u = ra[c], v;
+        const int32_t* ra = &a.t[(size_t)x * Ka];
+        const int32_t* rb = y >= 0 ? &b.t[(size_t)y * Kb] : nullptr;
+        for (int32_t c = 0; c < K; ++c) {
+            int32_t u = ra[ca[c]], v;
             if (u < 0) continue;
             if (difference) {
-                v = rb ? rb[c] : -2;
+                v = rb ? rb[cb[c]] : -2;
                 if (v == -1) v = -2;
             } else {
-                v = rb[c];
+                v = rb[cb[c]];
                 if (v < 0) continue;
             }
             auto it = index.find(key(u, v));
@@ -975,16 +1047,405 @@ bool product(const std::vector<int32_t>& ta, const std::vector<uint8_t>& aa, con
             } else {
                 id = it->second;
             }
-            trans[q * 256 + c] = id;
+            trans[q * K + c] = id;
         }
     }
-    accept.assign(order.size(), 0);
+    out.acc.assign(order.size(), 0);
     for (size_t q = 0; q < order.size(); ++q) {
         auto [x, y] = order[q];
-        accept[q] = difference ? (aa[x] && (y < 0 || !ab[y])) : (aa[x] && ab[y]);
+        out.acc[q] = difference ? (a.acc[x] && (y < 0 || !b.acc[y])) : (a.acc[x] && b.acc[y]);
     }
     return true;
 }
+
+// regex.parse + regex._NFA.build for the patterns that need no error message: a literal port (same AST, same
+// NFA). Anything the port does not take (every error, and the corners where Python's int() or str.isalnum() decide)
+// returns false, and regex.py runs the Python parser, which raises the error or builds the same NFA.
+constexpr int32_t RX_MAX_CHAR = 0x10FFFF, RX_SUR_LO = 0xD800, RX_SUR_HI = 0xDFFF;
+using Ranges = std::vector<std::pair<int32_t, int32_t>>;
+Ranges g_perl[3];        // \d \s \w (set from Python: regex.perl_class)
+bool g_perl_set[3] = {false, false, false};
+
+void rx_normalize(Ranges& r) {
+    std::sort(r.begin(), r.end());
+    Ranges out;
+    for (auto& x : r) {
+        if (!out.empty() && x.first <= out.back().second + 1) out.back().second = std::max(out.back().second, x.second);
+        else out.push_back(x);
+    }
+    r.swap(out);
+}
+Ranges rx_negate(Ranges r) {
+    rx_normalize(r);
+    Ranges out;
+    int32_t nxt = 0;
+    for (auto& x : r) {
+        if (x.first > nxt) out.emplace_back(nxt, x.first - 1);
+        nxt = x.second + 1;
+    }
+    if (nxt <= RX_MAX_CHAR) out.emplace_back(nxt, RX_MAX_CHAR);
+    return out;
+}
+
+struct RxNode {
+    enum Kind : uint8_t { SET, CAT, ALT, REP } kind;
+    Ranges ranges;
+    std::vector<std::unique_ptr<RxNode>> subs;
+    int32_t lo = 0, hi = -1;  // REP: hi -1 = unbounded
+};
+
+class RxParser {
+  public:
+    RxParser(const Py_UCS4* p, size_t n, int64_t max_repeat) : p_(p), n_(n), max_repeat_(max_repeat) {}
+    bool ok = true;
+    std::unique_ptr<RxNode> parse() {
+        auto node = alt();
+        if (ok && i_ != n_) ok = false;
+        return node;
+    }
+
+  private:
+    const Py_UCS4* p_;
+    size_t n_, i_ = 0;
+    int64_t max_repeat_;
+    int32_t peek() const { return i_ < n_ ? (int32_t)p_[i_] : -1; }
+    std::unique_ptr<RxNode> fail() { ok = false; return nullptr; }
+
+    std::unique_ptr<RxNode> alt() {
+        std::vector<std::unique_ptr<RxNode>> br;
+        br.push_back(cat());
+        if (!ok) return nullptr;
+        while (peek() == '|') {
+            ++i_;
+            br.push_back(cat());
+            if (!ok) return nullptr;
+        }
+        if (br.size() == 1) return std::move(br[0]);
+        auto n = std::make_unique<RxNode>();
+        n->kind = RxNode::ALT;
+        n->subs = std::move(br);
+        return n;
+    }
+    std::unique_ptr<RxNode> cat() {
+        auto n = std::make_unique<RxNode>();
+        n->kind = RxNode::CAT;
+        while (peek() != -1 && peek() != '|' && peek() != ')') {
+            n->subs.push_back(quantified());
+            if (!ok) return nullptr;
+        }
+        return n;
+    }
+    std::unique_ptr<RxNode> quantified() {
+        auto node = atom();
+        if (!ok) return nullptr;
+        while (peek() == '*' || peek() == '+' || peek() == '?' || peek() == '{') {
+            int32_t c = peek(), lo, hi;
+            if (c == '{') {
+                if (!counted(lo, hi)) return fail();
+            } else {
+                ++i_;
+                lo = c == '+' ? 1 : 0;
+                hi = c == '?' ? 1 : -1;
+            }
+            if (peek() == '?') ++i_;
+            auto r = std::make_unique<RxNode>();
+            r->kind = RxNode::REP;
+            r->lo = lo;
+            r->hi = hi;
+            r->subs.push_back(std::move(node));
+            node = std::move(r);
+        }
+        return node;
+    }
+    // plain ASCII digits only (Python's int() also takes signs, spaces and underscores: those go to Python)
+    bool number(size_t a, size_t b, int64_t& v) const {
+        if (a >= b || b - a > 9) return false;
+        v = 0;
+        for (size_t k = a; k < b; ++k) {
+            if (p_[k] < '0' || p_[k] > '9') return false;
+            v = v * 10 + (p_[k] - '0');
+        }
+        return true;
+    }
+    bool counted(int32_t& lo, int32_t& hi) {
+        size_t j = i_;
+        while (j < n_ && p_[j] != '}') ++j;
+        if (j >= n_) return false;
+        size_t comma = i_ + 1;
+        while (comma < j && p_[comma] != ',') ++comma;
+        int64_t a, b = -1;
+        if (!number(i_ + 1, comma, a)) return false;
+        if (comma < j) {
+            if (comma + 1 < j && !number(comma + 1, j, b)) return false;
+            if (comma + 1 < j && b < a) return false;
+        } else {
+            b = a;
+        }
+        if (std::max(a, b) > max_repeat_) return false;
+        lo = (int32_t)a;
+        hi = (int32_t)b;
+        i_ = j + 1;
+        return true;
+    }
+    static std::unique_ptr<RxNode> set(Ranges r) {
+        auto n = std::make_unique<RxNode>();
+        n->kind = RxNode::SET;
+        n->ranges = std::move(r);
+        return n;
+    }
+    std::unique_ptr<RxNode> atom() {
+        int32_t c = peek();
+        if (c == -1) return fail();
+        if (c == '(') {
+            ++i_;
+            if (peek() == '?') {
+                if (i_ + 1 < n_ && p_[i_ + 1] == ':') i_ += 2;
+                else return fail();
+            }
+            auto node = alt();
+            if (!ok || peek() != ')') return fail();
+            ++i_;
+            return node;
+        }
+        if (c == '[') {
+            Ranges r;
+            if (!klass(r)) return fail();
+            return set(std::move(r));
+        }
+        if (c == '.') {
+            ++i_;
+            return set(Ranges{{0, 9}, {11, RX_MAX_CHAR}});
+        }
+        if (c == '^' || c == '$' || c == '*' || c == '+' || c == '?') return fail();
+        if (c == '\\') {
+            Ranges r;
+            if (!escape(r)) return fail();
+            return set(std::move(r));
+        }
+        ++i_;
+        return set(Ranges{{c, c}});
+    }
+    bool escape(Ranges& out) {
+        ++i_;
+        int32_t c = peek();
+        if (c == -1) return false;
+        ++i_;
+        switch (c) {
+            case 'n': out = {{10, 10}}; return true;
+            case 't': out = {{9, 9}}; return true;
+            case 'r': out = {{13, 13}}; return true;
+            case 'f': out = {{12, 12}}; return true;
+            case 'v': out = {{11, 11}}; return true;
+            case 'a': out = {{7, 7}}; return true;
+            case '0': out = {{0, 0}}; return true;
+            default: break;
+        }
+        const char* perl = "dswDSW";
+        for (int k = 0; k < 6; ++k)
+            if (c == perl[k]) {
+                if (!g_perl_set[k % 3]) return false;
+                out = k < 3 ? g_perl[k] : rx_negate(g_perl[k % 3]);
+                return true;
+            }
+        if (c == 'x' || c == 'u' || c == 'U') {
+            size_t width = c == 'x' ? 2 : c == 'u' ? 4 : 8, a, b;
+            if (peek() == '{') {
+                size_t j = i_;
+                while (j < n_ && p_[j] != '}') ++j;
+                if (j >= n_) return false;
+                a = i_ + 1;
+                b = j;
+                i_ = j + 1;
+            } else {
+                a = i_;
+                b = std::min(i_ + width, n_);
+                if (i_ + width > n_) return false;
+                i_ += width;
+            }
+            if (a >= b || b - a > 8) return false;
+            int64_t v = 0;
+            for (size_t k = a; k < b; ++k) {
+                int32_t d = (int32_t)p_[k];
+                int32_t x = d >= '0' && d <= '9' ? d - '0' : d >= 'a' && d <= 'f' ? d - 'a' + 10
+                            : d >= 'A' && d <= 'F' ? d - 'A' + 10 : -1;
+                if (x < 0) return false;
+                v = v * 16 + x;
+            }
+            if (v > RX_MAX_CHAR || (v >= RX_SUR_LO && v <= RX_SUR_HI)) return false;
+            out = {{(int32_t)v, (int32_t)v}};
+            return true;
+        }
+        if (c >= 128) return false;  // str.isdigit / isalnum on non-ASCII: Python decides
+        if ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')) return false;
+        out = {{c, c}};
+        return true;
+    }
+    bool klass(Ranges& out) {
+        ++i_;
+        bool neg = peek() == '^';
+        if (neg) ++i_;
+        Ranges ranges, item;
+        bool first = true;
+        while (true) {
+            int32_t c = peek();
+            if (c == -1) return false;
+            if (c == ']' && !first) { ++i_; break; }
+            if (c == '[') return false;
+            if (c == '\\') {
+                if (!escape(item)) return false;
+            } else {
+                ++i_;
+                item = {{c, c}};
+            }
+            first = false;
+            if (item.size() == 1 && item[0].first == item[0].second && peek() == '-' && i_ + 1 < n_ &&
+                p_[i_ + 1] != ']') {
+                ++i_;
+                Ranges hi_item;
+                if (peek() == '\\') {
+                    if (!escape(hi_item)) return false;
+                } else {
+                    hi_item = {{(int32_t)p_[i_], (int32_t)p_[i_]}};
+                    ++i_;
+                }
+                if (hi_item.size() != 1 || hi_item[0].first != hi_item[0].second) return false;
+                if (hi_item[0].first < item[0].first) return false;
+                ranges.emplace_back(item[0].first, hi_item[0].first);
+            } else {
+                ranges.insert(ranges.end(), item.begin(), item.end());
+            }
+        }
+        rx_normalize(ranges);
+        out = neg ? rx_negate(ranges) : ranges;
+        return true;
+    }
+};
+
+int rx_utf8(int32_t cp, uint8_t* o) {
+    if (cp < 0x80) { o[0] = (uint8_t)cp; return 1; }
+    if (cp < 0x800) { o[0] = (uint8_t)(0xC0 | (cp >> 6)); o[1] = (uint8_t)(0x80 | (cp & 63)); return 2; }
+    if (cp < 0x10000) {
+        o[0] = (uint8_t)(0xE0 | (cp >> 12)); o[1] = (uint8_t)(0x80 | ((cp >> 6) & 63)); o[2] = (uint8_t)(0x80 | (cp & 63));
+        return 3;
+    }
+    o[0] = (uint8_t)(0xF0 | (cp >> 18)); o[1] = (uint8_t)(0x80 | ((cp >> 12) & 63));
+    o[2] = (uint8_t)(0x80 | ((cp >> 6) & 63)); o[3] = (uint8_t)(0x80 | (cp & 63));
+    return 4;
+}
+
+// regex.utf8_sequences
+using ByteSeq = std::vector<std::pair<uint8_t, uint8_t>>;
+void rx_utf8_sequences(int32_t lo, int32_t hi, std::vector<ByteSeq>& out) {
+    if (lo > hi) return;
+    if (lo <= RX_SUR_HI && hi >= RX_SUR_LO) {
+        rx_utf8_sequences(lo, RX_SUR_LO - 1, out);
+        rx_utf8_sequences(RX_SUR_HI + 1, hi, out);
+        return;
+    }
+    for (int32_t m : {0x7F, 0x7FF, 0xFFFF})
+        if (lo <= m && m < hi) {
+            rx_utf8_sequences(lo, m, out);
+            rx_utf8_sequences(m + 1, hi, out);
+            return;
+        }
+    if (hi <= 0x7F) {
+        out.push_back(ByteSeq{{(uint8_t)lo, (uint8_t)hi}});
+        return;
+    }
+    uint8_t a[4], b[4];
+    int n = rx_utf8(lo, a);
+    for (int i = 1; i < n; ++i) {
+        int32_t mask = (1 << (6 * i)) - 1;
+        if ((lo & ~mask) != (hi & ~mask)) {
+            if (lo & mask) {
+                rx_utf8_sequences(lo, lo | mask, out);
+                rx_utf8_sequences((lo | mask) + 1, hi, out);
+                return;
+            }
+            if ((hi & mask) != mask) {
+                rx_utf8_sequences(lo, (hi & ~mask) - 1, out);
+                rx_utf8_sequences(hi & ~mask, hi, out);
+                return;
+            }
+        }
+    }
+    rx_utf8(hi, b);
+    ByteSeq s;
+    for (int i = 0; i < n; ++i) s.emplace_back(a[i], b[i]);
+    out.push_back(std::move(s));
+}
+
+// regex._NFA
+struct RxNFA {
+    int32_t n = 0;
+    std::vector<int32_t> eps_src, eps_tgt, e_src, e_lo, e_hi, e_tgt;
+    int64_t limit;  // bound on NFA states (a guard: counted repetitions multiply the pattern)
+    bool over = false;
+    explicit RxNFA(int64_t lim) : limit(lim) {}
+    int32_t state() {
+        if (n >= limit) over = true;
+        return n++;
+    }
+    void eps(int32_t a, int32_t b) { eps_src.push_back(a); eps_tgt.push_back(b); }
+    void build(const RxNode& node, int32_t start, int32_t end) {
+        if (over) return;
+        switch (node.kind) {
+            case RxNode::SET: {
+                std::vector<ByteSeq> seqs;
+                for (auto& r : node.ranges) rx_utf8_sequences(r.first, r.second, seqs);
+                for (auto& seq : seqs) {
+                    int32_t cur = start;
+                    for (size_t k = 0; k < seq.size(); ++k) {
+                        int32_t nxt = k + 1 == seq.size() ? end : state();
+                        e_src.push_back(cur); e_lo.push_back(seq[k].first); e_hi.push_back(seq[k].second);
+                        e_tgt.push_back(nxt);
+                        cur = nxt;
+                    }
+                }
+                break;
+            }
+            case RxNode::CAT: {
+                int32_t cur = start;
+                for (size_t k = 0; k < node.subs.size(); ++k) {
+                    int32_t nxt = k + 1 == node.subs.size() ? end : state();
+                    build(*node.subs[k], cur, nxt);
+                    cur = nxt;
+                }
+                if (node.subs.empty()) eps(start, end);
+                break;
+            }
+            case RxNode::ALT:
+                for (auto& s : node.subs) build(*s, start, end);
+                break;
+            case RxNode::REP: {
+                const RxNode& sub = *node.subs[0];
+                int32_t cur = start;
+                for (int32_t k = 0; k < node.lo && !over; ++k) {
+                    int32_t nxt = state();
+                    build(sub, cur, nxt);
+                    cur = nxt;
+                }
+                if (node.hi < 0) {
+                    int32_t loop = state();
+                    eps(cur, loop);
+                    int32_t inner = state();
+                    build(sub, loop, inner);
+                    eps(inner, loop);
+                    eps(loop, end);
+                } else {
+                    for (int32_t k = 0; k < node.hi - node.lo && !over; ++k) {
+                        int32_t nxt = state();
+                        eps(cur, end);
+                        build(sub, cur, nxt);
+                        cur = nxt;
+                    }
+                    eps(cur, end);
+                }
+                break;
+            }
+        }
+    }
+};
 
 // ------------------------------------------------------------------------------------------------ Python types
 struct Buf {
@@ -1085,6 +1546,38 @@ static void Vocab_dealloc(VocabObject* self) {
     delete self->v;
     Py_TYPE(self)->tp_free((PyObject*)self);
 }
+
+// pin_walks(): the shared eager walks made so far survive forget_walks(); returns how many are pinned
+static PyObject* Vocab_pin_walks(VocabObject* self, PyObject*) {
+    ZF_READY(self->v, nullptr);
+    VocabData& v = **self->v;
+    for (auto& kv : v.eager_shared) v.eager_pinned.insert(kv.first);
+    return PyLong_FromSize_t(v.eager_pinned.size());
+}
+
+// forget_walks(): drop the shared walks that are not pinned (grammars built before keep theirs); returns how many
+static PyObject* Vocab_forget_walks(VocabObject* self, PyObject*) {
+    ZF_READY(self->v, nullptr);
+    VocabData& v = **self->v;
+    size_t n = 0;
+    for (auto it = v.eager_shared.begin(); it != v.eager_shared.end();) {
+        if (v.eager_pinned.count(it->first)) { ++it; continue; }
+        it = v.eager_shared.erase(it);
+        ++n;
+    }
+    return PyLong_FromSize_t(n);
+}
+
+static PyObject* Vocab_n_walks(VocabObject* self, PyObject*) {
+    ZF_READY(self->v, nullptr);
+    return PyLong_FromSize_t((*self->v)->eager_shared.size());
+}
+
+static PyMethodDef Vocab_methods[] = {
+    {"pin_walks", (PyCFunction)Vocab_pin_walks, METH_NOARGS, "keep the shared eager walks made so far"},
+    {"forget_walks", (PyCFunction)Vocab_forget_walks, METH_NOARGS, "drop the shared eager walks not pinned"},
+    {"n_walks", (PyCFunction)Vocab_n_walks, METH_NOARGS, "shared eager walks held"},
+    {nullptr, nullptr, 0, nullptr}};
 
 static PyTypeObject VocabType = {PyVarObject_HEAD_INIT(nullptr, 0)};
 
@@ -1335,7 +1828,10 @@ static PyGetSetDef Rec_getset[] = {
 static PyTypeObject RecType = {PyVarObject_HEAD_INIT(nullptr, 0)};
 
 // ---- module functions: regex automata (regex.py calls them when the extension is built)
-static PyObject* dfa_result(const std::vector<int32_t>& trans, const std::vector<uint8_t>& accept) {
+static PyObject* dfa_result(const CDFA& d) {
+    std::vector<int32_t> trans;
+    expand(d, trans);
+    const std::vector<uint8_t>& accept = d.acc;
     return Py_BuildValue("(y#y#)", reinterpret_cast<const char*>(trans.data()),
                          (Py_ssize_t)(trans.size() * sizeof(int32_t)), reinterpret_cast<const char*>(accept.data()),
                          (Py_ssize_t)accept.size());
@@ -1379,11 +1875,9 @@ static PyObject* py_determinize(PyObject*, PyObject* args) {
         PyErr_SetString(PyExc_ValueError, "determinize: inconsistent NFA");
         return nullptr;
     }
-    std::vector<int32_t> trans;
-    std::vector<uint8_t> accept;
-    if (!determinize(n_nfa, eps_src, eps_tgt, e_src, e_lo, e_hi, e_tgt, start, final_, max_states, trans, accept))
-        Py_RETURN_NONE;
-    return dfa_result(trans, accept);
+    CDFA d;
+    if (!determinize(n_nfa, eps_src, eps_tgt, e_src, e_lo, e_hi, e_tgt, start, final_, max_states, d)) Py_RETURN_NONE;
+    return dfa_result(d);
 }
 
 // trim_minimize(trans, accept) -> (trans, accept) | None when the start state cannot reach a match
@@ -1393,9 +1887,10 @@ static PyObject* py_trim_minimize(PyObject*, PyObject* args) {
     std::vector<int32_t> trans;
     std::vector<uint8_t> accept;
     if (!dfa_args(t, a, trans, accept)) return nullptr;
-    if (!trim(trans, accept)) Py_RETURN_NONE;
-    minimize(trans, accept);
-    return dfa_result(trans, accept);
+    CDFA d = compress(trans, accept);
+    if (!trim(d)) Py_RETURN_NONE;
+    minimize(d);
+    return dfa_result(d);
 }
 
 // product(trans_a, accept_a, trans_b, accept_b, difference: bool, max_states) -> (trans, accept) | None past max
@@ -1411,11 +1906,57 @@ static PyObject* py_product(PyObject*, PyObject* args) {
         PyErr_SetString(PyExc_ValueError, "product: empty DFA");
         return nullptr;
     }
-    if (!product(t1, a1, t2, a2, difference != 0, max_states, trans, accept)) Py_RETURN_NONE;
-    return dfa_result(trans, accept);
+    CDFA d;
+    if (!product(compress(t1, a1), compress(t2, a2), difference != 0, max_states, d)) Py_RETURN_NONE;
+    return dfa_result(d);
+}
+
+// set_perl_class(index 0..2 for \\d \\s \\w, ranges: int32 buffer of (lo, hi) pairs)
+static PyObject* py_set_perl_class(PyObject*, PyObject* args) {
+    int k;
+    PyObject* buf;
+    if (!PyArg_ParseTuple(args, "iO", &k, &buf)) return nullptr;
+    std::vector<int32_t> v;
+    if (!to_vec(buf, v, "ranges")) return nullptr;
+    if (k < 0 || k > 2 || v.size() % 2) {
+        PyErr_SetString(PyExc_ValueError, "set_perl_class: index 0..2 and (lo, hi) pairs");
+        return nullptr;
+    }
+    g_perl[k].clear();
+    for (size_t i = 0; i < v.size(); i += 2) g_perl[k].emplace_back(v[i], v[i + 1]);
+    g_perl_set[k] = true;
+    Py_RETURN_NONE;
+}
+
+// compile_pattern(pattern: str, max_repeat, max_states) -> (trans, accept) | 1 (let Python parse: an error or a
+// corner the port leaves to Python) | 2 (DFA larger than max_states) | 3 (matches nothing)
+static PyObject* py_compile_pattern(PyObject*, PyObject* args) {
+    PyObject* pat;
+    long long max_repeat, max_states;
+    if (!PyArg_ParseTuple(args, "ULL", &pat, &max_repeat, &max_states)) return nullptr;
+    Py_ssize_t n = PyUnicode_GetLength(pat);
+    Py_UCS4* buf = PyUnicode_AsUCS4Copy(pat);
+    if (!buf) return nullptr;
+    std::unique_ptr<Py_UCS4, void (*)(void*)> guard(buf, PyMem_Free);
+    RxParser parser(buf, (size_t)n, max_repeat);
+    std::unique_ptr<RxNode> ast = parser.parse();
+    if (!parser.ok || !ast) return PyLong_FromLong(1);
+    RxNFA nfa(int64_t(1) << 24);
+    int32_t start = nfa.state(), final_ = nfa.state();
+    nfa.build(*ast, start, final_);
+    if (nfa.over) return PyLong_FromLong(1);
+    CDFA d;
+    if (!determinize(nfa.n, nfa.eps_src, nfa.eps_tgt, nfa.e_src, nfa.e_lo, nfa.e_hi, nfa.e_tgt, start, final_,
+                     max_states, d))
+        return PyLong_FromLong(2);
+    if (!trim(d)) return PyLong_FromLong(3);
+    minimize(d);
+    return dfa_result(d);
 }
 
 static PyMethodDef module_methods[] = {
+    {"set_perl_class", (PyCFunction)py_set_perl_class, METH_VARARGS, "the ranges of \\d, \\s or \\w (regex.perl_class)"},
+    {"compile_pattern", (PyCFunction)py_compile_pattern, METH_VARARGS, "regex.compile_regex for a plain pattern"},
     {"determinize", (PyCFunction)py_determinize, METH_VARARGS, "regex._subset_construction over a flat NFA"},
     {"trim_minimize", (PyCFunction)py_trim_minimize, METH_VARARGS, "regex._trim then regex._minimize"},
     {"product", (PyCFunction)py_product, METH_VARARGS, "regex._product / regex._difference"},
@@ -1434,6 +1975,7 @@ PyMODINIT_FUNC PyInit__zfcore(void) {
     VocabType.tp_new = PyType_GenericNew;
     VocabType.tp_init = (initproc)Vocab_init;
     VocabType.tp_dealloc = (destructor)Vocab_dealloc;
+    VocabType.tp_methods = Vocab_methods;
     VocabType.tp_doc = "token bytes in rank order";
 
     CoreType.tp_name = "_zfcore.Core";

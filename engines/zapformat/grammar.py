@@ -293,7 +293,25 @@ def _fixpoints(rules: dict[str, list[list[tuple]]]):
     return nullable, productive
 
 
+_RECENT: dict[tuple[str, str], Grammar] = {}  # the last few grammars: frontend.to_kbnf validates the text that
+_RECENT_MAX = 4  # masks.compile_program compiles next, so that text is parsed once
+
+
 def compile_grammar(text: str, start: str = "start") -> Grammar:
+    g = _RECENT.get((text, start))
+    if g is None:
+        g = _compile_grammar(text, start)
+        while len(_RECENT) >= _RECENT_MAX:
+            del _RECENT[next(iter(_RECENT))]
+        _RECENT[(text, start)] = g
+    return g
+
+
+def forget_grammars() -> None:
+    _RECENT.clear()
+
+
+def _compile_grammar(text: str, start: str = "start") -> Grammar:
     if len(text) > MAX_GRAMMAR_CHARS:
         raise GrammarError(f"the grammar has {len(text)} characters; the limit is {MAX_GRAMMAR_CHARS}")
     p = _Parser(text)

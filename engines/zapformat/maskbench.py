@@ -13,6 +13,13 @@ valid instance is accepted and every invalid one rejected.
 TTFM (time to first mask) = compile + the first mask; TBM (time between masks) = every later mask.
 Peak memory = the worker's VmHWM minus its RSS after loading the tokenizer.
 
+Warm-up, before any schema is timed: LLGuidance, XGrammar and our engine compile ``{"type": "object"}`` once
+(tokenizer tables; ours also builds the Unicode tables of ``\d \s \w``, its vocabulary in C++ and the first mask).
+What our engine cached then (the JSON value pieces every schema shares: their regexes and eager walks) is pinned;
+before each schema, everything else our compiler cached for earlier schemas (programs, grammars, regexes, eager
+walks) is forgotten (``masks.forget_schema_caches``), so TTFM counts all of a schema's own compile work, as for the
+peers, whose grammar caches are off.
+
 Robustness: each engine runs in its own worker process (single-threaded: RAYON/OMP = 1, XGrammar
 ``max_threads=1``); the parent gives each schema a wall-clock limit. A schema that exceeds it is a
 *timeout*; a worker that dies (segfault, abort, out of memory) is a *crash*; either way the worker is
@@ -355,6 +362,8 @@ class _Bytes:
         return self.rec.cols[-1].finished_here
 
 
+# Engines whose compile runs our JSON Schema compiler (their process-wide caches are reset between schemas).
+OUR_COMPILER = ("zapformat", "zapformat-python", "kbnf", "zapformat-bytes")
 SESSIONS = {"zapformat": _Ours, "zapformat-python": _OursPython, "kbnf": _Kbnf, "llguidance": _LLG, "xgrammar": _XG, "zapformat-bytes": _Bytes}
 
 
@@ -407,17 +416,33 @@ def _worker(engine: str, conn, suite: bool = False) -> None:
     else:
         enc = load_encoder("smollm2")
         ctx = {"vocab": enc.vocab, "encode": enc.encode, "suite": suite}
-    if engine in ("xgrammar", "llguidance"):
-        try:
-            SESSIONS[engine]({"type": "object"}, ctx)  # build the tokenizer tables outside the first schema's time
+    ours = engine in OUR_COMPILER
+    if engine in ("xgrammar", "llguidance", "zapformat", "zapformat-python"):
+        try:  # build the tokenizer tables outside the first schema's time
+            if engine in ("zapformat", "zapformat-python"):  # + the Unicode tables of \d \s \w, built once
+                from .regex import load_unicode_tables
+
+                load_unicode_tables()
+            s = SESSIONS[engine]({"type": "object"}, ctx)
+            if engine in ("zapformat", "zapformat-python"):
+                s.reset()
+                s.mask()
         except Exception:  # noqa: BLE001
             pass
+    if ours and ctx["vocab"] is not None:
+        from .masks import pin_schema_independent
+
+        pin_schema_independent(ctx["vocab"])  # what {"type": "object"} compiled: kept; the rest is forgotten below
     base = _status_mb("VmRSS")
     conn.send(("ready", None))
     while True:
         unit = conn.recv()
         if unit is None:
             return
+        if ours:  # nothing compiled for an earlier schema is reused (the peers run with their grammar caches off)
+            from .masks import forget_schema_caches
+
+            forget_schema_caches(ctx["vocab"])
         res = run_unit(engine, unit, ctx)
         res["peak_mb"] = max(0.0, _status_mb("VmHWM") - base)
         conn.send(("result", res))

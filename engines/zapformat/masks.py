@@ -149,6 +149,34 @@ def compile_program(grammar_text: str, vocab: Vocabulary, eager_min_tokens: int 
     return Program(g, vocab, eager_min_tokens, eager, time.perf_counter() - t0)
 
 
+def pin_schema_independent(vocab: Vocabulary) -> None:
+    """Keep what is cached now across ``forget_schema_caches``: call it after compiling only schema-independent
+    grammars (a warm-up such as ``{"type": "object"}``: the JSON value pieces every schema shares, their eager
+    walks over this vocabulary)."""
+    from . import compiled
+    from .regex import pin_regex_cache
+
+    pin_regex_cache()
+    if compiled.available():
+        compiled.native_vocab(vocab).pin_walks()
+
+
+def forget_schema_caches(vocab: Vocabulary | None = None) -> None:
+    """Forget what earlier grammars left in the process-wide caches (compiled programs and grammars, regexes and
+    the compiled core's shared eager walks), except what ``pin_schema_independent`` kept: the external benchmark
+    calls it before every schema, so a schema's time to first mask includes all of its own compile work, as for
+    the peers (whose grammar caches are off)."""
+    from .grammar import forget_grammars
+    from .regex import forget_regexes
+
+    compile_program.cache_clear()
+    forget_grammars()
+    forget_regexes()
+    native = getattr(vocab, "_native", None) if vocab is not None else None
+    if native is not None:
+        native.forget_walks()
+
+
 @dataclass
 class StepStats:
     """What one mask computation did (shown per step in the tab)."""
