@@ -25,7 +25,8 @@ UNSUPPORTED: dict[str, tuple[str, ...]] = {
     "material setting": ("material", "materials", "wood", "wooden", "oak", "walnut", "metal", "metallic", "steel",
                          "aluminium", "aluminum", "brass", "chrome", "glass", "plastic", "ceramic", "porcelain",
                          "leather", "fabric", "velvet", "marble", "concrete", "bamboo", "rattan", "cork", "stone",
-                         "rubber", "rubberised", "rubberized", "silicone", "non-slip"),
+                         "rubber", "rubberised", "rubberized", "silicone", "non-slip", "linen", "cotton", "wool",
+                         "woollen", "canvas", "made of", "made from", "made out of"),
     "texture or pattern setting": ("texture", "textured", "ribbed", "ribs", "ridges", "ridged", "grooved", "grooves",
                                    "pattern", "patterned", "striped", "stripes", "knurled", "engraved", "engraving",
                                    "logo", "embossed", "matte", "glossy", "shiny", "finish"),
@@ -45,13 +46,19 @@ UNSUPPORTED: dict[str, tuple[str, ...]] = {
     "drawer": ("drawer", "drawers"), "handle": ("handle", "handles"), "armrests": ("armrest", "armrests"),
     "backrest": ("backrest", "back rest"), "label": ("label", "sticker"),
     "feet pads": ("pad", "pads", "glides", "felt pad", "felt pads", "felt"),
+    "holes or cut-outs": ("hole", "holes", "perforated", "perforations", "vent", "vents", "ventilation", "ventilated"),
 }
 # Kinds of request whose words describe what a part does or looks like, never a part compounded with a part the
 # product has ("the legs fold up" asks for folding; "a thicker seat cushion" is the seat).
 NOT_A_COMPOUND = {"moving parts (swivel, folding, adjustable)", "colour setting", "texture or pattern setting"}
+# An edge named by its place and said without a word of rounding is where a part is edited ("pull its bottom edge
+# in a bit"), not a corner-rounding request ("softer edges", "round off the top edge").
+PLACE_EDGE = re.compile(r"^(?!.*\b(?:round|rounded|rounder|soft|softer|soften|sharp|sharper|smooth|smoother|chamfer|"
+                        r"bevel|fillet))(?=.*\b(?:top|bottom|upper|lower|outer|inner|front|back|rear) edges?\b)")
 COUNT_WORDS = r"(?:second|another|extra|additional|2nd|a pair of|two|three|four|five|six|\d+)"
 
 ADD_VERB = re.compile(r"\b(?:add|adding|attach|attaching|fit|install|include|integrate|mount|get(?= an? )|"
+                      r"(?:put|place|stick)(?= an? )|"
                      r"give(?: (?:it|them|the [a-z]+|this [a-z]+|each [a-z]+))?(?= an? ))\b\s+")
 # what may follow the verb without naming a part: a number or an amount ("add 2 cm", "add more curve")
 NOT_A_PART = re.compile(r"(?:\d|an? (?:(?:tiny |wee |teeny )?bit|little|touch|lot|tad|smidge|hair|(?:good|great) deal)\b|"

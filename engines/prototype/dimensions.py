@@ -14,7 +14,7 @@ DIMENSION_WORDS = {"high": ("height", "size"), "tall": ("height", "size"), "heig
                    "tilt": ("tilt",), "recline": ("tilt",), "angle": ("tilt", "splay"), "splay": ("splay",),
                    "span": ("size",), "size": ("size",), "curve": ("curvature",), "curvature": ("curvature",),
                    "wall": ("wall",), "walls": ("wall",), "legs": ("count",), "legged": ("count",),
-                   "reach": ("reach",), "diameter": ("thickness", "radius"), "long": ("height", "size"),
+                   "reach": ("reach",), "diameter": ("radius", "thickness"), "long": ("height", "size"),
                    "length": ("height", "size"), "longer": ("height", "size"), "stretch": ("height", "size"),
                    "lengthen": ("height", "size"), "up": ("height",), "down": ("height",),
                    "across": ("width", "radius", "thickness")}
@@ -27,6 +27,7 @@ COMPARATIVE_OF = {w: ("height", "size") for w in ("taller", "shorter", "higher",
 COMPARATIVE_OF.update({w: ("width", "radius", "thickness") for w in (
     "wider", "narrower", "broader", "slimmer", "skinnier", "fatter")})
 COMPARATIVE_OF.update({w: ("thickness", "wall") for w in ("thicker", "thinner", "chunkier", "beefier")})
+COMPARATIVE_OF.update({"flatter": ("curvature",), "curvier": ("curvature",)})  # a flatter backrest: less curve
 COMPARATIVE_OF.update({"deeper": ("depth",), "shallower": ("depth",), "longer": ("height", "size"),
                        "roomier": ("radius", "width")})
 # A word whose direction is the opposite of the attribute's growth: "more upright" = less tilt (or splay).
@@ -35,6 +36,9 @@ REVERSED = {"upright": ("tilt", "splay")}
 # moves its height, whatever the derived spec's clusters linked the particle to — unless it is the particle of
 # a verb of size or shape ("pare down the pole", "blow up the body", "bulk up the top", "sit up the back").
 VERTICAL = re.compile(r"(?<![\w-])(up|down)(?![\w-])")
+# A direction of growth said outright ("stretch the mug upward", "let the neck grow upwards") is the part's height,
+# whatever operation word the clause also has.
+UPWARD = re.compile(r"\b(upwards?|downwards?|skyward|heavenward)\b")
 SIZE_PHRASAL = {"pare", "slim", "thin", "bulk", "beef", "blow", "scale", "size", "tone", "puff", "plump", "fatten",
                 "fill", "open", "close", "sit", "water", "wind", "narrow", "thicken"}
 # Multi-word attribute names ("the handle should stick out 3 cm": its reach).
@@ -55,6 +59,6 @@ SPANS = {"height": r"\b(?:from )?(?:the )?(?:table|floor|ground) to (?:the )?top
 OVERALL_DIM = {"height": r"\b(tall|taller|tallest|high|higher|height|short|shorter|low|lower|raise|lift|drop|"
                          r"from (?:the )?(?:table|floor|ground))\b",
                "width": r"\b(wide|wider|widen|width|narrow|narrower|broad|broader|broaden|slim|slimmer|footprint|"
-                        r"floor space)\b",
+                        r"floor space|diameter)\b",
                "depth": r"\b(deep|deeper|depth|shallow|shallower)\b",
                "capacity": r"\b(capacity|volume|hold|holds|holding|amount|ml|litres?|liters?|millilitres?)\b"}

@@ -17,12 +17,13 @@ POSITIVE = ("more", "increase", "increased", "raise", "raised", "bigger", "large
             "wider", "thicker", "deeper", "grow", "extend", "enlarge", "boost", "lift", "up", "add", "heavier",
             "broader", "greater", "expand", "stretch", "lengthen", "widen", "thicken", "heighten", "bulkier",
             "fatter", "chunkier", "beefier", "stronger", "sturdier", "bolder", "deepen", "broaden", "further",
-            "farther", "roomier")
+            "farther", "roomier", "curvier")
 # "closer to the floor", "nearer the table": less distance; "squatter": less height
 NEGATIVE = ("less", "decrease", "decreased", "reduce", "reduced", "lower", "lowered", "smaller", "shorter",
             "narrower", "thinner", "shallower", "shrink", "cut", "trim", "down", "slimmer", "remove", "lighter",
             "tighter", "skinnier", "shorten", "narrow", "thin", "slim", "lessen", "minimise", "minimize",
-            "compact", "tone down", "fewer", "drop", "delete", "without", "closer", "nearer", "squatter", "squat")
+            "compact", "tone down", "fewer", "drop", "delete", "without", "closer", "nearer", "squatter", "squat",
+            "flatter")
 
 ADD = re.compile(r"\b(add|attach|give|put|include|fit|want|like|need|have|with|bring back)\b")
 REMOVE = re.compile(r"\b(remove|take off|take away|get rid of|drop|delete|lose|ditch|without|no)\b")
@@ -42,7 +43,23 @@ def normalise(text: str) -> str:
 
 # A separable phrasal verb whose particle carries the meaning: "bring the seat in" (narrower).
 PHRASAL = [(re.compile(r"\bbring (the [\w' ]{1,30}?) in\b"), r"narrow \1"),
+           # "pull its bottom edge in": a place on a part drawn inwards is narrowed there
+           (re.compile(r"\b(?:pull|draw) ((?:the|its|their) (?:[\w']+ )?(?:edge|rim|bottom|top|opening|mouth)) in\b"),
+            r"narrow \1"),
            (re.compile(r"\btake (the [\w' ]{1,30}?) off\b"), r"take off \1")]  # "take the footrest off": removal
+
+
+# "raise both the seat and the footrest by 5 cm": the verb and the amount go with each of the two parts.
+BOTH = re.compile(r"(?P<verb>(?:^|(?<=[,;]))[^,;]*?)\bboth (?P<a>(?:the |its )?[a-z]+) and "
+                  r"(?P<b>(?:the |its )?[a-z]+(?: (?!(?:[a-z]+er|by|to|up|down|more|less|much|a|slightly|way|far)\b)[a-z]+)?)"
+                  r"(?P<rest>[^,;]*)")
+
+
+def _both(text: str) -> str:
+    def dist(m):
+        verb, rest = m.group("verb").strip(), m.group("rest").rstrip()
+        return " and ".join(" ".join(f"{verb} {p}{rest}".split()) for p in (m.group("a"), m.group("b")))
+    return BOTH.sub(dist, text)
 
 
 def clauses(text: str) -> list[str]:
@@ -50,7 +67,7 @@ def clauses(text: str) -> list[str]:
     "without touching X" / "keep X" becomes a clause of its own; "X included" / "including X" makes a measure
     overall; "by the same amount" repeats the previous clause's amount."""
     out = []
-    for p in SPLIT.split(INCLUDED.sub(" overall ", normalise(text))):
+    for p in SPLIT.split(_both(INCLUDED.sub(" overall ", normalise(text)))):
         p = p.strip()
         for pat, sub in PHRASAL:
             p = pat.sub(sub, p)

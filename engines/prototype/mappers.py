@@ -15,11 +15,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import coverage
+from . import complaint, coverage
 from . import language as L
 from . import scope
 from .dimensions import (COMPARATIVE_OF, DIAMETER, DIMENSION_PHRASES, DIMENSION_WORDS, OVERALL, OVERALL_DIM, REVERSED,
-                         SIZE_PHRASAL, SPANS, VERTICAL, WIDTH_OF)
+                         SIZE_PHRASAL, SPANS, UPWARD, VERTICAL, WIDTH_OF)
 from .domains import get_domain
 from .interface import AddOp, Adjust, KeepOp, MacroOp, RemoveOp, ScaleOp, SetOp, UnsupportedOp, derived_attrs, settings_listing
 
@@ -33,7 +33,10 @@ def calibrated_step(p, mag: str) -> float:
     """|Δ| for a qualitative degree: the parameter's calibrated step, the same rule the interface compiles with
     and the metric scores against (issue 17: a baseline that cannot hit that step by construction is no comparison)."""
     return float(p.steps[("slight", "moderate", "large").index(mag)])
-STATEMENT = re.compile(r"\b(is|are|looks?|feels?|seems?|wobbles|tips over)\b")
+STATEMENT = re.compile(r"\b(is|are|looks?|feels?|seems?|sits?|wobbles|tips over)\b")
+# Plain adjectives of size that describe a state, not a change, after a statement verb ("it sits high").
+ADJECTIVE_STATES = ("high", "low", "tall", "short", "wide", "narrow", "deep", "shallow", "thick", "thin", "big", "small",
+                    "long", "large", "broad", "slim", "fat", "chunky", "skinny")
 IMPERATIVE = re.compile(r"\b(should|needs?|want|make|be|please|could|can)\b")
 TAU_COMPONENT = 0.45  # minimum cosine similarity for an embedding-resolved component
 TAU_OPERATION = 0.55
@@ -82,11 +85,29 @@ class InterfaceMapper:
         for pat in SPANS.values():
             cl = re.sub(pat, lambda m: " " * len(m.group(0)), cl)
         hits, taken = [], []
-        for s, c in sorted(self.syn, key=lambda x: -len(x[0])):
-            m = re.search(r"(?<![\w])" + re.escape(s) + r"(?![\w])", cl)
+        syn = list(self.syn) + self._compound_heads(cl)
+        for s, c in sorted(syn, key=lambda x: -len(x[0])):
+            # a part named in the singular or the plural ("the leg splay", "two shades")
+            form = re.escape(s[:-1]) + "s?" if s.endswith("s") and not s.endswith("ss") else re.escape(s) + "s?"
+            m = re.search(r"(?<![\w])" + form + r"(?![\w])", cl)
             if m and not any(a <= m.start() < b for a, b, _ in taken):
                 taken.append((m.start(), m.end(), (s, c)))
         return [h for _, _, h in sorted(taken)]
+
+    def _compound_heads(self, cl: str) -> list[tuple[str, str]]:
+        """Words of the clause that are the first half of a compound naming a component ("arms" of "armrests"):
+        (word, component), for words that are no synonym or operation word of their own."""
+        own = {w for s, _ in self.syn for w in s.split()} | {w for w, _, _ in self.opw}
+        out = []
+        for w in set(re.findall(r"[a-z]+", cl)) - own - L.STOPWORDS:
+            head = w[:-1] if w.endswith("s") and len(w) > 3 else w
+            if len(head) < 3:
+                continue
+            comps = {c for s, c in self.syn for x in s.split() if x.startswith(head)
+                     and len(x.rstrip("s")) - len(head) >= 4}  # "arm" + "rest(s)", not "should" + "ers"
+            if len(comps) == 1:
+                out.append((w, comps.pop()))
+        return out
 
     def _embed_component(self, cl: str) -> tuple[str, float] | None:
         if self.enc is None:
@@ -201,6 +222,8 @@ class InterfaceMapper:
         edited = L.polarity(cl) is not None or L.quantity(cl) is not None
         for what, words in coverage.UNSUPPORTED.items():
             for w in words:
+                if w in ("edge", "edges") and coverage.PLACE_EDGE.search(cl):
+                    continue  # "pull its bottom edge in": a place on the part, not its rounding
                 if _word_in(w, cl) and not self._covered(w) and not (
                         edited and what not in coverage.NOT_A_COMPOUND and self._compound_of_part(w, cl)):
                     return what  # ("the legs fold up" is a moving part, never a compound like "seat cushion")
@@ -208,7 +231,8 @@ class InterfaceMapper:
         if fixed:
             return fixed
         for s, c in self._components(cl):
-            m = re.search(r"(?<![\w])" + coverage.COUNT_WORDS + r"\s+" + re.escape(s) + r"(?![\w])", cl)
+            form = re.escape(s[:-1]) + "s?" if s.endswith("s") else re.escape(s) + "s?"  # "two shades"
+            m = re.search(r"(?<![\w])" + coverage.COUNT_WORDS + r"\s+" + form + r"(?![\w])", cl)
             if m and not any(a["component"] == c and a["kind"] == "int" for a in self.attrs.values()):
                 return f"setting for the number of {c.replace('_', ' ')} parts (it has one {c})"
         part = coverage.added_part(cl)
@@ -239,7 +263,13 @@ class InterfaceMapper:
         return any(_word_in(f"{s} {word}", cl) for s, _ in self.syn if not self._is_product(s))
 
     def _near_component(self, phrase: str, tau: float = 0.7) -> bool:
-        """Is an unlisted part name close in meaning to one of the product's components ("arms" ~ armrests)?"""
+        """Is an unlisted part name close in meaning to one of the product's components ("arms" ~ armrests)? It is
+        when it is the first half of a compound the product names ("arms" of "armrests", "foot" of "footrest")."""
+        head = phrase.split()[-1] if phrase.split() else phrase
+        head = head[:-1] if head.endswith("s") and len(head) > 3 else head
+        if len(head) >= 3 and any(w.startswith(head) and len(w.rstrip("s")) - len(head) >= 4
+                                  for s, _ in self.syn for w in s.split()):
+            return True
         if self.enc is None:
             return False
         sims = self.enc([phrase]) @ self.enc([s for s, _ in self.syn]).T
@@ -332,11 +362,15 @@ class InterfaceMapper:
                 and a["attribute"].split("_")[0] in words
                 and (a["attribute"].split("_")[-1] in words
                      or any(a["attribute"].split("_")[-1] in WIDTH_OF.get(w, ()) for w in words))]
-        if not qual and comp is not None and any(w in WIDTH_OF or w.startswith("widen") for w in words):
+        if not qual and any(w in WIDTH_OF or w.startswith("widen") for w in words):
             # a position without its own attribute name: the attribute whose description is that position's
-            # radius ("let the cup widen toward the top" → the mug's taper, "top radius over foot radius")
-            qual = [pid for pid, a in self.attrs.items() if a["component"] == comp and "_" not in a["attribute"]
-                    and any(a["description"].startswith(f"{w} radius") for w in words)]
+            # radius ("let the cup widen toward the top" → the mug's taper, "top radius over foot radius"; "a
+            # wider mouth at the rim": the rim is the top)
+            qual = [pid for pid, a in self.attrs.items() if (comp is None or a["component"] == comp)
+                    and "_" not in a["attribute"]
+                    and any(a["description"].startswith(f"{w} radius") or
+                            (w in POSITION and a["unit"] == "ratio" and a["description"].startswith(f"{POSITION[w]} radius"))
+                            for w in words)]
         if len(qual) == 1:  # "wider at the bottom" → bottom_radius
             return qual[0]
         if comp is not None and not said and any(w in ("thick", "thicker", "thin", "thinner") for w in words) and \
@@ -370,13 +404,23 @@ class InterfaceMapper:
         comps = self._components(cl)
         product = [h for h in comps if self._is_product(h[0])]  # "the chair" is the product, not its seat
         comps = [h for h in comps if not self._is_product(h[0])]
+        own = self._operation(cl, None)
         if not comps and context.get("ahead") and not L.is_keep(cl) and not self._macro_lexical(cl) \
                 and not OVERALL.search(cl) and not re.search(r"\b(it|them|they)\b", cl) \
-                and not self._noun_attribute(cl, None):  # "thicker walls and a slimmer handle": the walls
-            comps = [("", context["ahead"])]  # "a longer, narrower neck": the adjective's noun comes later
+                and not self._noun_attribute(cl, None) \
+                and not context.get("noun_first") \
+                and not (own and own[0] != "?" and self.attrs[own[0]]["component"] != context["ahead"]
+                         and not self._operation(cl, context["ahead"])):
+            # "a longer, narrower neck": the adjective's noun comes later — but not after a clause that named its
+            # own part first ("body a bit shorter and wider": the body), nor for an operation word only another
+            # part has ("five legs, splayed a little more, and a thinner seat": the legs' splay); "thicker walls
+            # and a slimmer handle": the walls
+            comps = [("", context["ahead"])]
+        bare_noun = bool(re.fullmatch(r"(?:the |its |their )?[a-z]+", cl)) and bool(context.get("component")) and \
+            bool(self._noun_attribute(cl, context.get("component")))  # "same splay and thickness": the thickness
         if context.get("keeping") and not L.is_keep(cl) and L.polarity(cl) is None and not L.quantity(cl) \
-                and not self._operation(cl, None) and not self._macro_lexical(cl) and comps:
-            cl = "keep " + cl  # "keep the overall height and the backrest"
+                and (not self._operation(cl, None) or bare_noun) and not self._macro_lexical(cl) and (comps or bare_noun):
+            cl = "keep " + cl  # "keep the overall height and the backrest", "same splay and thickness"
         if not L.is_keep(cl) and (o := self._ratio_between(cl)) is not None:
             out.ops.append(o)
             out.trace.append(f"“{cl}” → set {o.target} (a ratio of two positions)")
@@ -420,8 +464,8 @@ class InterfaceMapper:
                     self._operation(cl, None)[0] == "?" or \
                     (context.get("joined") and self._noun_attribute(cl, context["component"])):
                 comps = [("", context["component"])]  # pronoun or ellipsis: the last named component
-        if not L.is_keep(cl) and STATEMENT.search(cl) and not IMPERATIVE.search(cl) and not self._operation(cl, None) \
-                and not self._macro_lexical(cl):  # "the seat is way too low": context, not an edit
+        if not L.is_keep(cl) and STATEMENT.search(cl) and not IMPERATIVE.search(cl) and not self._macro_lexical(cl) \
+                and self._states(cl):  # "the seat is way too low, raise it", "the seat sits a bit high": context
             out.trace.append(f"“{cl}” → statement (context only)")
             return
         if L.is_keep(cl):
@@ -438,14 +482,19 @@ class InterfaceMapper:
             op = (op[0], "-" if op[1] == "+" else "+", op[2])  # "less splay": the operation word, negated
         if comp and (v := self._vertical(cl, comp, op)) and not self._noun_attribute(cl, comp):
             op = v  # "seat up a little": the seat's height, not a word the clusters gave to its thickness
+        if comp and (u := UPWARD.search(cl)) and not self._noun_attribute(cl, comp) and \
+                (h := next((p for p, a in self.attrs.items() if a["component"] == comp and a["attribute"] == "height"), None)):
+            op = (h, "-" if u.group(1).startswith("down") else "+", u.group(1))  # "stretch the mug upward": its height
         if comp and op and op[0] != "?" and any(_word_in(ph, cl) for ph in DIMENSION_PHRASES):
             byw = self._attribute_by_words(cl, comp)
             if byw and byw[0] != op[0]:
                 op = (byw[0], byw[1], "")  # "make the handle stick out further": its reach, not its size
         noun = self._noun_attribute(cl, comp if comps else None)
         if noun and (op is None or op[0] != noun) and (op or L.polarity(cl) or L.quantity(cl)) \
-                and not (op and op[0] == "?"):
-            d = op[1] if op else L.polarity(cl)  # "thinner walls": the wall, not the handle's thickness
+                and not (op and op[0] == "?" and noun in op[1].split(",")):
+            # "thinner walls": the wall, not the handle's thickness; "bring the leg splay down": the splay named by
+            # its noun wins over an operation word several attributes share
+            d = op[1] if op and op[0] != "?" else L.polarity(cl)
             comp, op = self.attrs[noun]["component"], (noun, d, "")
         if op and op[0] == "?" and comp is None:  # ambiguous operation word: find the component by similarity
             e = self._embed_component(cl)
@@ -483,6 +532,10 @@ class InterfaceMapper:
             pid = op[0] if op else self._named_attribute(cl, comp)
             if pid is None and (byw := self._attribute_by_words(cl, comp)):
                 pid = byw[0]  # "legs: 10% slimmer": their thickness
+            if pid is None and q.unit and q.unit != "cm" and not q.ratio:
+                # "lean the backrest back another 4°": the part's only attribute measured in that unit
+                same = [p for p, a in self.attrs.items() if a["component"] == comp and a["unit"] == q.unit]
+                pid = same[0] if len(same) == 1 else None
             if pid is None and q.unit == "cm" and not q.ratio:
                 # "seat to 48 cm", "add 5 cm to the stem", "shave 2 mm off the cap": a length said of a part
                 # without an attribute is how high it is (a target, or a change of its height)
@@ -492,7 +545,7 @@ class InterfaceMapper:
                 out.warnings.append(f"“{cl}”: which attribute of the {comp} should be {q.raw_value:g}?")
                 return
             a = self.attrs[pid]
-            o = self._quantity_op(pid, a["unit"], q, op[1] if op else L.polarity(cl), cl, out)
+            o = self._quantity_op(pid, a["unit"], q, self._direction(cl, op) if op else L.polarity(cl), cl, out)
             if o is not None:
                 if isinstance(o, Adjust) and a["unit"] == "count":
                     o.unit = None
@@ -518,8 +571,9 @@ class InterfaceMapper:
         if self.attrs[op[0]]["kind"] == "bool":
             out.ops.append((AddOp if op[1] == "+" else RemoveOp)(target=comp, said=cl))
             return
-        out.ops.append(Adjust(target=op[0], dir=op[1], mag=mag, said=cl))
-        out.trace.append(f"“{cl}” → {op[0]} {op[1]} {mag}")
+        d = self._direction(cl, op)
+        out.ops.append(Adjust(target=op[0], dir=d, mag=mag, said=cl))
+        out.trace.append(f"“{cl}” → {op[0]} {d} {mag}")
 
     def _overall_clause(self, cl: str, target: str, out: Mapping) -> None:
         d = self.der[target]
@@ -573,9 +627,29 @@ class InterfaceMapper:
         comps = [c for s, c in self._components(cl) if not self._is_product(s)]
         return bool(comps) or bool(OVERALL.search(cl) and self._dimension(cl))
 
+    @staticmethod
+    def _direction(cl: str, op) -> str:
+        """The direction of an operation: its word's, unless that word says no direction of its own (a derived
+        spec's cluster may hold a noun: "base plate 12 mm thicker") and a comparative adjective of the clause does."""
+        if op[2] and (L.polarity(op[2]) is not None or op[2] in COMPARATIVE_OF):
+            return op[1]
+        cmp = [w for w in re.findall(r"[a-z]+", cl) if w in COMPARATIVE_OF and L.polarity(w)]
+        return L.polarity(cmp[0]) if len({L.polarity(w) for w in cmp}) == 1 else op[1]
+
+    def _states(self, cl: str) -> bool:
+        """Does a clause with a statement verb only describe a state? It does when no operation word of the
+        interface occurs, or when the only one is a plain adjective that gives no direction ("the seat sits a bit
+        high") and no amount is said."""
+        op = self._operation(cl, None)
+        return op is None or (op[2] in ADJECTIVE_STATES and L.quantity(cl) is None)
+
+    def _same_part(self, a: str, b: str) -> bool:
+        """Do two clauses name a common part?"""
+        return bool({c for _, c in self._components(a)} & {c for _, c in self._components(b)})
+
     def map(self, text: str) -> Mapping:
         out, context = Mapping(), {}
-        cls = L.clauses(text)
+        cls = complaint.read(L.clauses(text), self._same_part)  # "the shade is too wide": make it narrower
         for i, cl in enumerate(cls):
             context["ahead"] = None
             for later in cls[i + 1:]:  # "lower, wider, slightly deeper seat": the list's noun comes at its end
@@ -586,6 +660,12 @@ class InterfaceMapper:
                     context["ahead"] = nxt[0][1]
                     break
             context["joined"] = i > 0
+            # the previous clause named its part before its comparative ("body a bit shorter, and wider")
+            prev = cls[i - 1] if i else ""
+            pc = [m for m in self._components(prev) if not self._is_product(m[0])]
+            pw = L.find_phrase(prev, L.POSITIVE + L.NEGATIVE)
+            context["noun_first"] = bool(pc) and (pw is None or prev.find(pc[0][0]) < pw[1]) and \
+                not L.is_keep(prev)
             if i + 1 < len(cls) and L.is_keep(cls[i + 1]) and self._bare_mention(cl):
                 cl = "keep " + cl  # "the overall height and the seat height both stay the same": a list of kept things
             self.clause(cl, out, context)
@@ -598,7 +678,20 @@ class InterfaceMapper:
             elif getattr(o, "mag", "moderate") != "moderate" and getattr(seen[key], "amount", None) is None \
                     and hasattr(seen[key], "mag"):
                 seen[key].mag = o.mag  # "longer neck, a lot longer": the restated degree wins
-        out.ops = ops
+        out.ops = self._implied_additions(ops)
+        return out
+
+    def _implied_additions(self, ops: list) -> list:
+        """Setting an attribute of a part that can be absent asks for the part ("arms at 22 cm": add the armrests,
+        then set their height), unless the instruction removes it."""
+        out, named = [], {o.target for o in ops if isinstance(o, (AddOp, RemoveOp))}
+        for o in ops:
+            if isinstance(o, (SetOp, Adjust, ScaleOp)) and o.target in self.attrs:
+                comp = self.attrs[o.target]["component"]
+                if f"{comp}.present" in self.attrs and comp not in named and self.attrs[o.target]["kind"] != "bool":
+                    out.append(AddOp(target=comp, said=o.said))
+                    named.add(comp)
+            out.append(o)
         return out
 
 
@@ -630,7 +723,7 @@ class FlatMapper:
     def map(self, text: str, state: dict[str, float] | None = None) -> Mapping:
         state = dict(state or self.d.defaults())
         out = Mapping()
-        for cl in L.clauses(text):
+        for cl in complaint.read(L.clauses(text)):
             if L.is_keep(cl):
                 continue
             p = self.d.params[self._target(cl)]
@@ -658,6 +751,7 @@ class FlatMapper:
 def units(text: str) -> list[str]:
     """Every string a mapper may embed for this instruction (to encode a whole benchmark in one batch)."""
     out = []
-    for cl in L.clauses(text):
+    cls = L.clauses(text)
+    for cl in list(dict.fromkeys(cls + complaint.read(cls))):
         out += [cl] + L.content_runs(cl) + L.content_runs(cl, extra_stop=set(L.POSITIVE) | set(L.NEGATIVE))
     return out

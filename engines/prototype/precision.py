@@ -52,7 +52,7 @@ MULTIPLE = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)\s*(?:x|×|times)(?![\w])")
 # a comparative or "more" after it, an explicit sign, or a verb of change in front ("raise the seat 6 cm",
 # "add 2 cm to the height", "the stem diameter down 3 mm").
 HEDGE = r"(?:about|around|roughly|approximately|nearly|almost|exactly|just|only|some|maybe)"
-TARGET_BEFORE = re.compile(r"(?:\b(?:to|at|of|as|be|is|are|measures?|measuring)|[:=])\s*(?:" + HEDGE + r"\s*)?$")
+TARGET_BEFORE = re.compile(r"(?:\b(?:to|at|of|as|be|is|are|measures?|measuring)|[:=])\s*(?:an?\s+)?(?:" + HEDGE + r"\s*)?$")
 TARGET_AFTER = re.compile(r"\s*(?:tall|high|long|wide|thick|deep|across|in (?:diameter|radius|height|width|depth)|"
                           r"in total|overall)\b")
 CHANGE_BEFORE = re.compile(r"\b(?:by|an? extra|another|an additional|additional)\s*(?:" + HEDGE + r"\s*)?$")

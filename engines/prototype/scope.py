@@ -43,8 +43,13 @@ KEEP_LEAD = re.compile(r"\b(" + WITHOUT_GERUND + r"|keep|keeping|leave|don'?t (?
 REST = re.compile(r"\b(?:everything|anything|all) else\b|\bthe rest\b(?! of)")
 
 
+# A multiple compared with the present size is no keep: "twice as long as it is now", "half as tall as it is".
+FACTOR_COMPARED = re.compile(r"\b(?:twice|double|half|thrice|(?:\d+(?:\.\d+)?|two|three|four) ?(?:x|times)) as [a-z]+ as "
+                             r"(?:it|they|that|this)(?: is| are|'s)?(?: now| currently| at the moment| today)?\b")
+
+
 def is_keep(clause: str) -> bool:
-    return bool(KEEP.search(clause))
+    return bool(KEEP.search(FACTOR_COMPARED.sub(" ", clause)))
 
 
 def keeps_the_rest(clause: str) -> bool:

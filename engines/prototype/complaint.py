@@ -1,0 +1,91 @@
+"""Complaints: a statement of what is wrong asks for the opposite change.
+
+Designers often say what bothers them instead of what to do: "the shade is too wide at the bottom" (narrower),
+"the legs are splayed too much" (less splay), "the handle isn't thick enough" (thicker), "the backrest
+shouldn't be so tall" (shorter), "the handle sticks out 5 mm too far" (5 mm less reach), "the neck is 2 cm too
+long" (2 cm shorter). ``rewrite`` turns such a clause into the edit it asks for, keeping its hedge and its
+amount ("a bit too tall" → "a bit shorter"); the rest of the parser then reads it like any other edit. A state
+without "too" / "enough" ("the seat sits a bit high") stays a statement (context only), and so does a complaint
+that another clause of the same instruction answers with its own edit ("the seat is way too low, raise it a
+lot": the edit says how much; ``read``).
+
+Nothing here knows a product: the adjectives are the common vocabulary of size and shape.
+"""
+from __future__ import annotations
+
+import re
+
+# adjective → the comparative that undoes "too <adjective>"
+OPPOSITE = {"tall": "shorter", "high": "lower", "low": "higher", "short": "taller", "long": "shorter",
+            "wide": "narrower", "narrow": "wider", "broad": "narrower", "thick": "thinner", "thin": "thicker",
+            "chunky": "thinner", "bulky": "slimmer", "skinny": "thicker", "slim": "thicker", "slender": "thicker",
+            "fat": "slimmer", "deep": "shallower", "shallow": "deeper", "big": "smaller", "large": "smaller",
+            "small": "bigger", "tiny": "bigger", "far": "less", "close": "further", "upright": "less upright",
+            "reclined": "more upright", "splayed": "less splayed", "curved": "flatter", "flat": "more curved",
+            "flared": "less flared", "tapered": "less tapered", "squat": "taller", "stubby": "longer",
+            "cramped": "roomier", "tight": "wider", "open": "narrower"}
+# adjective → its comparative, for "not <adjective> enough"
+MORE = {"tall": "taller", "high": "higher", "low": "lower", "short": "shorter", "long": "longer", "wide": "wider",
+        "narrow": "narrower", "broad": "broader", "thick": "thicker", "thin": "thinner", "chunky": "chunkier",
+        "slim": "slimmer", "fat": "fatter", "deep": "deeper", "shallow": "shallower", "big": "bigger",
+        "large": "larger", "small": "smaller", "far": "further", "close": "closer", "upright": "more upright",
+        "reclined": "more reclined", "splayed": "more splayed", "curved": "more curved", "flared": "more flared",
+        "tapered": "more tapered", "roomy": "roomier", "sturdy": "sturdier", "stable": "more stable",
+        "steady": "steadier", "open": "more open", "flat": "flatter"}
+
+_ADJ = r"(?P<adj>[a-z]+)"
+# the verb of the statement goes with the complaint ("the legs are too chunky" → "the legs thinner")
+_BE = (r"(?:'s|\s+(?:is|are|was|were|looks?|feels?|seems?|sits?|stands?|gets?|comes? out|ends? up|reads?)"
+       r"(?:\s+(?:just|still|now|rather|kind of|a little bit))?)?")
+_HEDGE = r"(?P<hedge>(?:a (?:little |tiny |wee )?bit|a little|a touch|a tad|slightly|somewhat|way|much|far|a lot|" \
+         r"rather|really|very|just|quite|a good deal|way way)\s+)?"
+_AMOUNT = r"(?P<amount>[-+]?\d+(?:\.\d+)?\s*[a-z°\"%]*\s+)?"
+TOO = re.compile(_BE + r"\s*" + _HEDGE + _AMOUNT + r"too " + _ADJ + r"\b(?! to\b)")
+TOO_MUCH = re.compile(_BE + r"\s*(?P<verb>[a-z]+) " + _HEDGE + r"too much\b")
+NOT_ENOUGH = re.compile(r"(?:'s not|\s+(?:isn't|aren't|is not|are not|(?:does|do)(?:n't| not) (?:look|feel|seem|sit|"
+                        r"stand|stick out|reach)|not))\s+(?:quite\s+)?" + _ADJ + r" enough\b")
+NOT_SO = re.compile(r"\s*(?:(?:shouldn't|should not|mustn't|must not|needn't|need not|(?:does|do)(?:n't| not) "
+                    r"(?:need|have) to) be|not)\s+(?:so|that|this|as) " + _ADJ + r"\b(?! as\b)")
+
+
+def rewrite(clause: str) -> str:
+    """The edit a complaint asks for ("the shade is too wide at the bottom" → "the shade narrower at the
+    bottom"), or the clause unchanged when it is no complaint."""
+    def too(m):
+        adj = m.group("adj")
+        if adj not in OPPOSITE:
+            return m.group(0)
+        return " " + (m.group("hedge") or "") + (m.group("amount") or "") + OPPOSITE[adj]
+
+    def too_much(m):
+        return " " + (m.group("hedge") or "") + "less " + m.group("verb")
+
+    def not_enough(m):
+        return " " + MORE[m.group("adj")] if m.group("adj") in MORE else m.group(0)
+
+    def not_so(m):
+        return " " + OPPOSITE[m.group("adj")] if m.group("adj") in OPPOSITE else m.group(0)
+
+    out = TOO.sub(too, clause)
+    out = TOO_MUCH.sub(too_much, out)
+    out = NOT_ENOUGH.sub(not_enough, out)
+    out = NOT_SO.sub(not_so, out)
+    return " ".join(out.split())
+
+
+PRONOUN = re.compile(r"\b(?:it|them|they|this|that|its|their)\b")
+
+
+def read(clauses: list[str], same_thing=None) -> list[str]:
+    """The clauses of one instruction as the parser should read them: each complaint rewritten into the edit it
+    asks for, unless another clause that is no complaint edits the same thing (it refers back with a pronoun,
+    or ``same_thing(complaint, other)`` says so): then the complaint stays as written, a statement that only
+    gives the context of that edit ("the mug is too tall, lower it a bit")."""
+    new = [rewrite(c) for c in clauses]
+    out = []
+    for i, (c, r) in enumerate(zip(clauses, new)):
+        answered = r != c and any(
+            new[j] == o and (PRONOUN.search(o) or (same_thing is not None and same_thing(c, o)))
+            for j, o in enumerate(clauses) if j != i)
+        out.append(c if answered else r)
+    return out
