@@ -2,9 +2,10 @@
 
 ``heldout`` (the first set) and ``heldout2`` (written after that set's first run, frozen before its fixes) are
 development sets now that the failures of their first runs were fixed, and so is ``heldout3`` (written after set
-2's first run, frozen before its fixes; its failures were fixed in the fourth round); ``heldout4`` (written after
-set 3's first run, frozen before the fourth round) carries the claim once its first run is recorded. All are checked
-alike."""
+2's first run, frozen before its fixes; its failures were fixed in the fourth round), and so is ``heldout4`` (written
+after set 3's first run, frozen before the fourth round; its failures were fixed in the fifth round); ``heldout5``
+(written after set 4's first run, frozen before the fifth round) carries the claim once its first run is recorded.
+All are checked alike."""
 from __future__ import annotations
 
 import difflib
@@ -27,12 +28,12 @@ def _norm(t: str) -> str:
     return " ".join(re.sub(r"[^\w%°+\-.]+", " ", t.lower()).split())
 
 
-SETS = ("heldout", "heldout2", "heldout3", "heldout4")
+SETS = ("heldout", "heldout2", "heldout3", "heldout4", "heldout5")
 ROOT = fresh.DATA.parents[2]
 # The first commit of each later round's parser fixes, named by the module it added: the set written for that
 # round must have been committed alone before it.
 FIRST_FIX = {"heldout2": "engines/prototype/precision.py", "heldout3": "engines/prototype/intensity.py",
-             "heldout4": "engines/prototype/reference.py"}
+             "heldout4": "engines/prototype/reference.py", "heldout5": "engines/prototype/complaint.py"}
 
 
 @pytest.fixture(scope="module", params=SETS)
@@ -255,3 +256,32 @@ def test_the_fourth_set_stresses_designer_phrasing_and_refusals():
                     r"\bmaybe\b|could|i think|i'd", r"too \w+|isn't|shouldn't", r"minus|-\d"):
         assert re.search(pattern, texts.lower()), pattern
     assert sum(r["kind"] == "keep" and bool(r.get("refuse")) for r in rows) >= 5
+
+
+def test_no_parser_change_between_set_4s_first_run_and_set_5s_freeze():
+    record, frozen = _first_commit("engines/prototype/data/heldout4_first_run.json"), \
+        _first_commit("engines/prototype/data/instructions_heldout5.yaml")
+    if not _full_history() or record is None or frozen is None:
+        pytest.skip("no full git history here")
+    engine = [f"engines/prototype/{p.name}" for p in (ROOT / "engines/prototype").glob("*.py") if p.name != "reproduce.py"]
+    assert _git("rev-list", f"{record}..{frozen}", "--", *engine).split() == []
+
+
+def test_the_fifth_set_stresses_designer_phrasing_and_refusals():
+    """Set 5's emphasis: at least 100 instructions, at least 45 refusals (impossible values, keep clauses that
+    cannot hold, unsupported requests alone and inside multi-clause instructions), look-alikes on every product,
+    target states, complaints with and without an amount, diameters and widths of round parts, inches,
+    fractions, percentages, signed amounts and litres."""
+    import re
+
+    rows = fresh.load("heldout5")
+    assert len(rows) >= 100 and sum(bool(r.get("refuse")) for r in rows) >= 45
+    uns = [r for r in rows if r["kind"] == "unsupported"]
+    assert sum(bool(r.get("refuse")) for r in uns) >= 25
+    assert len([r for r in uns if r.get("refuse") and len(r["program"]) > 1]) >= 2 * len(DOMAINS)
+    assert {r["domain"] for r in uns if not r.get("refuse")} == set(DOMAINS)
+    assert sum(r["kind"] == "keep" and bool(r.get("refuse")) for r in rows) >= 5
+    texts = " | ".join(r["text"] for r in rows).lower()
+    for pattern in (r"diameter|across", r"\d+ cm wide", r"inch", r"%", r"one and a half|1\.5x|\bthird|quarter|fifth",
+                    r"too \w+", r"\d+ (?:cm|mm) too", r"litre", r"[+-]\d", r"minus"):
+        assert re.search(pattern, texts), pattern
