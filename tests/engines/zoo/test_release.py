@@ -69,6 +69,25 @@ def test_object_audio_keys_match_the_shipped_release(default_profile):
         assert d.name in shipped, f"object_audio's cache key {d.name} is not shipped: `make models MODELS=object_audio`"
 
 
+def test_l2d_key_matches_the_shipped_release(default_profile):
+    from engines.l2d import models
+    from engines.l2d import release as l2d_release
+
+    key = l2d_release.key_for(models.TinyConfig())
+    assert _shipped_keys("l2d") == {key}, "the default L2D models are not the shipped ones: " + l2d_release.REBUILD
+
+
+def test_retire_keeps_only_the_rebuilt_artifact(micro_release):
+    src = micro_release["src"]
+    release.publish("zoo", "judge_object/old", src, config={}, record={}, metrics={}, half=False)
+    assert set(release.artifacts("zoo")) == {"zoo/judge_object/old", f"zoo/{micro_release['key']}"}
+    before = release.read_release()["bytes"]
+    assert release.retire("zoo", micro_release["key"]) == ["judge_object/old"]
+    assert set(release.artifacts("zoo")) == {f"zoo/{micro_release['key']}"}
+    assert not release.artifact_dir("zoo", "judge_object/old").exists() and micro_release["dir"].exists()
+    assert release.read_release()["bytes"] < before
+
+
 def test_saeuron_key_matches_the_shipped_release(default_profile):
     """The default SAeUron setting's build key (parameters + the text-to-image model's cache key) is shipped: a
     new text-to-image model or changed defaults orphan the SAEs here, not silently on a visitor's page."""
