@@ -204,7 +204,10 @@ NOTES = (
     "branch the instance satisfies), which moves the peers' counts by a schema or two. TBM p50 of a Python engine "
     "is a cache hit; its p99 is the simulation of every candidate token. Our engine's test-suite verdicts on "
     "`format` count as wrong rejects where the suite treats formats as annotations (we assert them, as a "
-    "constrained decoder should). The machine has 2 cores shared with other jobs: times are noisy.")
+    "constrained decoder should). Run `compiled-core` (the C++ core, regex automata included) is the first with the "
+    "stricter TTFM protocol of maskbench.py: our engine warmed up on {\"type\": \"object\"} like the peers, and "
+    "nothing our compiler cached for an earlier schema reused (runs `before`/`after` kept those caches). The machine "
+    "has 2 cores shared with other jobs: times are noisy.")
 
 
 def write_page(stored: dict, path) -> str:

@@ -201,7 +201,11 @@ def core_block() -> str:
         lines += [f"**MaskBench sample, single-threaded** (run `{MASKBENCH_LABEL}`, {run['date']}, "
                   f"{run['maskbench_schemas']} schemas, {run['limit_s']:.0f} s per schema; each engine in its own "
                   "worker; SmolLM2 tokenizer). TTFM = compile + first mask (ours: the Python JSON Schema → KBNF "
-                  "compiler and grammar compiler, then the C++ core); TBM = every later mask.", "",
+                  "compiler and KBNF parser, the regex automata and the core in C++; nothing cached for an earlier "
+                  "schema is reused, only what the `{\"type\": \"object\"}` warm-up built, as for the peers); "
+                  "TBM = every later mask. Where the time goes: "
+                  "[../methods/zapformat.md](../methods/zapformat.md#time-to-first-mask-where-it-goes-issue-29-follow-up).",
+                  "",
                   "| engine | passing | TTFM p50 / p90 / p99 | TBM p50 / p90 / p99 | peak MB |", "|---|---|---|---|---|"]
         from .maskbench import LABELS
 
