@@ -133,7 +133,7 @@ def _load_flow(folder: Path, base, cfg: models.TinyConfig) -> FlowPath:
     return flow.eval()
 
 
-def _load_lora(folder: Path, base, cfg: models.TinyConfig):
+def _load_lora(folder: Path, base):
     """The LoRA baseline: the stored adapter (rank from the manifest) merged into a copy of the frozen base."""
     p = folder / FILES["lora"]
     rank = read_manifest(folder).get("training", {}).get("lora", {}).get("rank")
@@ -173,7 +173,7 @@ def load(progress=None) -> Bundle:
                   else f"released tiny models (release/{KIND}/{key_for(cfg)})")
         man = read_manifest(folder)
         base = _load_base(folder, cfg)
-        b = Bundle(base, _load_flow(folder, base, cfg), _load_lora(folder, base, cfg), cfg, man, source)
+        b = Bundle(base, _load_flow(folder, base, cfg), _load_lora(folder, base), cfg, man, source)
         b.folder = folder
         _cache[profile] = b
         return b
