@@ -63,12 +63,16 @@ def paper_scale_check() -> tuple[str, bool]:
     except Exception as e:  # noqa: BLE001 - any failure is the check's FAIL, reported with its reason
         return f"failed: {type(e).__name__}: {str(e).splitlines()[0][:300] if str(e) else ''}", False
     c, v, sd = r["clip"], r["client"], r["sd"]
+    # the paper configurations' own sizes: ViT-B/32's 512-d projection, ViT-tiny's 192-d pre-logits, the silos'
+    # 32 px RGB images
+    ok = (c["image_features"][1] == c["text_features"][1] == 512 and v["prototypes"][-1] == 192
+          and sd["synthetic"][1:] == [32, 32, 3])
     return (f"CLIP ViT-B/32 ({c['params_M']} M parameters): image features {c['image_features']}, class-prompt "
             f"features {c['text_features']}; vit_tiny_patch16_224 client ({v['params_M']} M, {v['img_size']} px): "
             f"logits {v['logits']}, quality prototypes from its pre-logits {v['prototypes']}; SD 2.1-base "
             f"UNet + VAE + text encoder ({sd['params_M']} M, cross-attention {sd['unet_cross_attention_dim']}): "
             f"synthetic set {sd['synthetic']} from 'a {{domain style}} of a {{class}}' prompts (1 step at "
-            f"{sd['resolution']} px); {c['s'] + v['s'] + sd['s']:.0f} s on the CPU", True)
+            f"{sd['resolution']} px); {c['s'] + v['s'] + sd['s']:.0f} s on the CPU", ok)
 
 
 def run_fold(held_out: str, seed: int, lr_fedag: float, lr_fedclip: float, methods=METHODS, clip=None,
