@@ -195,17 +195,14 @@ def build_setup(p: FederationParams, clip=None, data: dict[str, DomainData] | No
     server CLIP (a local ``CLIPModel`` folder or the zoo's tiny CLIP), the client model (the CNN or a timm ViT)
     and the synthetic-data generator (a local ``StableDiffusionPipeline`` or the deformed public-pool digits);
     ``clip`` / ``pipe`` pass already-loaded ones."""
-    from engines.common import zoo
     from engines.common.data.greyscale import digit_caption
 
     from .paper_scale import PaperScale, synthesise_diffusion
 
     scale = PaperScale.from_env() if scale is None else scale
-    if clip is None:
-        clip = scale.load_clip() if scale.clip_dir else zoo.load("clip", ctx=progress, shared=True)
+    clip = clip if clip is not None else scale.load_clip(progress)
     make_client = scale.client_factory(N_CLASSES)
-    if pipe is None and scale.sd_dir:
-        pipe = scale.load_pipeline()
+    pipe = pipe if pipe is not None else scale.load_pipeline()
 
     @torch.no_grad()
     def encode(x: np.ndarray) -> torch.Tensor:

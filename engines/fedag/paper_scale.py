@@ -109,7 +109,12 @@ class PaperScale:
                 "synthetic": self.sd_dir or "deformed public-pool digits"}
 
     # ---- the three components -------------------------------------------------------------------------------------
-    def load_clip(self) -> "FedagClip":
+    def load_clip(self, progress=None):
+        """The server's frozen CLIP: the local folder's, else the zoo's tiny CLIP."""
+        if not self.clip_dir:
+            from engines.common import zoo
+
+            return zoo.load("clip", ctx=progress, shared=True)
         return load_clip(self.clip_dir, self.device)
 
     def client_factory(self, n_classes: int) -> Callable[[], nn.Module]:
@@ -124,7 +129,8 @@ class PaperScale:
         return lambda: make_timm_client(name, n_classes, ckpt, size, **kw)
 
     def load_pipeline(self):
-        return load_sd(self.sd_dir, self.device)
+        """The local StableDiffusionPipeline, or None (synthetic data from the deformed public-pool digits)."""
+        return load_sd(self.sd_dir, self.device) if self.sd_dir else None
 
 
 def _dir(path: str, setting: str, needs: tuple[str, ...]) -> Path:

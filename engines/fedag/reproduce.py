@@ -115,7 +115,6 @@ def _last(runs: list[dict], m: str, key: str) -> float:
 def main():
     import torch
 
-    from engines.common import zoo
     from engines.common.figures import subplots
 
     from .domains import real_domains
@@ -127,8 +126,7 @@ def main():
     t0 = time.perf_counter()
     # the PAPERLAB_FEDAG_* settings (docs/methods/fedag.md, "Paper scale") swap in local paper-scale models
     scale = PaperScale.from_env()
-    clip = scale.load_clip() if scale.clip_dir else zoo.load("clip", shared=True)
-    pipe = scale.load_pipeline() if scale.sd_dir else None
+    clip, pipe = scale.load_clip(), scale.load_pipeline()
     if not scale.is_tiny:
         print(f"paper-scale settings: {scale.describe()}", flush=True)
     data = real_domains(list(BENCHMARK_DOMAINS), 350, 0)
