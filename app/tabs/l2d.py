@@ -167,7 +167,7 @@ def build() -> None:
                 task_label = gr.Radio(["auto", "none", "add", "sub"], value="auto", label="Guidance class label",
                                       info="auto: the problem's own task; none: the null class")
                 estimator = gr.Radio(["argmax", "sample", "average"], value="argmax", label="x̂₁ estimator")
-                temperature = gr.Slider(0, 2, value=1, step=0.05, label="Temperature (sample: T·(1 − t))")
+                temperature = gr.Slider(0, 2, value=1, step=0.05, label="Temperature (sample/average: T·(1 − t))")
                 seed = gr.Number(0, label="Noise seed", precision=0, minimum=0)
             with gr.Row():
                 solve = gr.Button("Solve", variant="primary", elem_id="l2d_solve")

@@ -177,8 +177,30 @@ def l2d_loss(model, adapter: Adapter, flow: FlowPath, ids: torch.Tensor, labels:
     return per.mean(), per.detach(), t
 
 
-def train_l2d(model, cfg: TinyConfig, progress: Progress, cancelled: Callable[[], bool]) -> tuple[FlowPath, dict]:
-    """Train only the diffusion path on the frozen model; base weights stay bit-identical."""
+def cosmap(t: torch.Tensor) -> torch.Tensor:
+    """The official ``cosmap`` training-time schedule: 1 − 1/(tan(πt/2) + 1) (more mass mid-way than U(0,1))."""
+    return 1.0 - 1.0 / (torch.tan(torch.pi / 2 * t) + 1.0)
+
+
+def training_timesteps(n: int, q: int, gen: torch.Generator, schedule: str = "identity",
+                       maximum_timestep: float = 1.0) -> torch.Tensor:
+    """t per position as in the official loss: noise_schedule(U(0,1)) · maximum_timestep (1 − minimum noise)."""
+    u = torch.rand(n, q, generator=gen)
+    if schedule == "cosmap":
+        u = cosmap(u)
+    elif schedule != "identity":
+        raise ValueError(f"timestep schedule {schedule!r}: use 'identity' or 'cosmap'")
+    return u * maximum_timestep
+
+
+def train_l2d(model, cfg: TinyConfig, progress: Progress, cancelled: Callable[[], bool],
+              timestep_schedule: str = "identity", maximum_timestep: float = 1.0, select: str = "last",
+              on_eval: Callable[[int, FlowPath, float], None] | None = None) -> tuple[FlowPath, dict]:
+    """Train only the diffusion path on the frozen model; base weights stay bit-identical.
+
+    ``select="val_n8"`` keeps the evaluated checkpoint (every ``eval_every`` steps) with the best validation
+    exact match at N = 8 midpoint (earliest on ties) instead of the last one.
+    """
     adapter = Adapter(freeze(model))
     torch.manual_seed(cfg.seed + 1)
     flow = FlowPath(adapter, cfg.flow)
@@ -188,6 +210,9 @@ def train_l2d(model, cfg: TinyConfig, progress: Progress, cancelled: Callable[[]
     val = task.sample(cfg.n_val, 1, "val")
     bins = np.linspace(0, 1, 6)
     curve, losses, tb, t0, w0 = [], [], [], time.process_time(), time.perf_counter()
+    best = None
+    if select not in ("last", "val_n8"):
+        raise ValueError(f"checkpoint selection {select!r}: use 'last' or 'val_n8'")
     for step in range(cfg.l2d_steps):
         if cancelled():
             raise JobCancelled("stopped")
@@ -195,7 +220,11 @@ def train_l2d(model, cfg: TinyConfig, progress: Progress, cancelled: Callable[[]
         for g in opt.param_groups:
             g["lr"] = _lr(step, cfg.l2d_steps, cfg.l2d_lr)
         flow.train()
-        loss, per, t = l2d_loss(model, adapter, flow, ids, lab, gen)
+        t_in = None
+        if timestep_schedule != "identity" or maximum_timestep != 1.0:
+            t_in = training_timesteps(ids.shape[0], ids.shape[1] - task.PROMPT_LEN, gen, timestep_schedule,
+                                      maximum_timestep)
+        loss, per, t = l2d_loss(model, adapter, flow, ids, lab, gen, t=t_in)
         opt.zero_grad()
         loss.backward()
         torch.nn.utils.clip_grad_norm_(flow.parameters(), 1.0)
@@ -212,12 +241,22 @@ def train_l2d(model, cfg: TinyConfig, progress: Progress, cancelled: Callable[[]
             tb = []
             curve.append({"step": step + 1, "loss": float(np.mean(losses[-cfg.eval_every:])), "val_acc_n8": acc,
                           "loss_by_t": by_t})
+            if on_eval is not None:
+                on_eval(step + 1, flow, acc)
+            if select == "val_n8" and (best is None or acc > best[1]):
+                best = (step + 1, acc, {k: v.detach().clone() for k, v in flow.state_dict().items()})
             progress((step + 1) / cfg.l2d_steps, f"L2D step {step + 1}: loss {curve[-1]['loss']:.3f}, "
                                                  f"validation exact match at N = 8: {acc:.1%}")
     flow.eval()
+    chosen = curve[-1]["step"]
+    if best is not None:
+        flow.load_state_dict(best[2])
+        chosen = best[0]
     rec = {"steps": cfg.l2d_steps, "batch": cfg.l2d_batch, "cpu_seconds": time.process_time() - t0,
            "wall_seconds": time.perf_counter() - w0, "threads": torch.get_num_threads(),
-           "params": flow.n_params(), "curve": curve, "t_bins": bins.tolist(), "val_acc_n8": curve[-1]["val_acc_n8"]}
+           "params": flow.n_params(), "curve": curve, "t_bins": bins.tolist(), "selection": select,
+           "timestep_schedule": timestep_schedule, "maximum_timestep": maximum_timestep, "chosen_step": chosen,
+           "val_acc_n8": next(c["val_acc_n8"] for c in curve if c["step"] == chosen)}
     return flow, rec
 
 

@@ -36,7 +36,7 @@ class DecodeParams(Params):
     guidance: float = Field(1.0, ge=0.0, le=5.0, description="classifier-free guidance weight w (1 = conditional)")
     task_label: TaskLabel = Field("auto", description="guidance class: auto = the problem's own task, none = null")
     estimator: Estimator = Field("argmax", description="x̂₁ from the logits: argmax (temperature 0), sample, average")
-    temperature: float = Field(1.0, ge=0.0, le=3.0, description="T of sample/average; sample uses T·(1 − t)")
+    temperature: float = Field(1.0, ge=0.0, le=3.0, description="T of sample/average, scaled by the polynomial_1_1.0 schedule: T·(1 − t)")
     seed: int = Field(0, ge=0, le=2**31 - 1, description="noise seed of x₀")
 
     @field_validator("tolerance", "guidance", "temperature")

@@ -2,7 +2,11 @@
 
 dx/dt = v(x, t) = (x̂₁(x, t) − x)/(1 − t) from x₀ = σε at t = 0 to t = 1 ("constant" velocity
 schedule); x̂₁ from the L2D logits at (x, t): argmax → φ(argmax token) (temperature 0, the benchmark
-default), sample → φ of a token sampled at temperature T(t) = T·(1 − t), average → E_p[φ].
+default), sample → φ of a token sampled at temperature T(t), average → E_p[φ] at temperature T(t), with
+the official temperature schedules: ``polynomial_<p>_<end>`` gives T(t) = T·(1 − t/end)^p and 0 (argmax)
+from t ≥ end (``polynomial_1_1.0``, the code benchmark's, is T·(1 − t)); ``constant`` keeps T. As in the
+official ``nstep_inference`` the schedule is read at t + δ, δ = half the last interval for midpoint, the
+last interval for euler/heun2/rk4 and 0 for adaptive solvers, so the last evaluation is at temperature 0.
 Fixed-step solvers use the grid linspace(0, 1, N) (``ode_steps`` = N grid points, N − 1 intervals);
 N = 1 is the base LM itself (the single-step diffusion model: the t = 0 prediction). Adaptive solvers
 integrate [0, 1] to rtol = atol = tolerance and choose the number of evaluations themselves. The
@@ -43,6 +47,7 @@ class DecodeOptions:
     guidance: float | None = None  # None: no guidance (conditional-only when a label is given)
     estimator: str = "argmax"
     temperature: float = 1.0
+    schedule: str = "polynomial_1_1.0"  # temperature schedule of sample/average (official names)
     seed: int = 0
     trace: bool = False
 
@@ -50,6 +55,37 @@ class DecodeOptions:
 def constant_velocity(x1_hat: torch.Tensor, x: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
     """The "constant" velocity schedule: v = (x̂₁ − x_t)/(1 − t)."""
     return (x1_hat - x) / (1 - t)
+
+
+def schedule_temperature(schedule: str, temperature: float, t: float) -> float:
+    """T(t) of an official temperature schedule, scaled by ``temperature`` (T = 1: the official values).
+
+    ``constant``: T. ``polynomial_<p>_<end>``: T·(1 − t/end)^p for t < end, 0 from t ≥ end
+    (``flow_llms/utils.polynomial_temperature``).
+    """
+    if schedule == "constant":
+        return temperature
+    parts = schedule.split("_")
+    if len(parts) != 3 or parts[0] != "polynomial":
+        raise ValueError(f"temperature schedule {schedule!r}: use 'constant' or 'polynomial_<p>_<end>'")
+    p, end = float(parts[1]), float(parts[2])
+    if not end > 0:
+        raise ValueError(f"temperature schedule {schedule!r}: the end time must be > 0")
+    if t >= end:
+        return 0.0
+    return temperature * (1.0 - t / end) ** p
+
+
+def schedule_offset(solver: str, grid: torch.Tensor | None) -> float:
+    """δ of the official ``nstep_inference``: the schedule is read at t + δ."""
+    if grid is None or len(grid) < 2:
+        return 0.0
+    h = float(grid[-1] - grid[-2])
+    if solver == "midpoint":
+        return h / 2
+    if solver in ("euler", "heun2", "rk4"):
+        return h
+    return 0.0
 
 
 def x1_estimate(logits: torch.Tensor, table: torch.Tensor, estimator: str, temperature: float,
@@ -83,9 +119,16 @@ def next_token_logits(adapter: Adapter, flow: FlowPath | None, main: MainPass, o
     cond = labels.view(B, 1) if labels is not None else None
     guided = cond is not None and null is not None and opt.guidance is not None
 
+    if opt.solver in ADAPTIVE_SOLVERS:
+        grid = torch.tensor([0.0, 1.0], dtype=torch.float64, device=dev)
+    else:
+        grid = torch.linspace(0.0, 1.0, opt.steps, dtype=torch.float64, device=dev)
+    delta = schedule_offset(opt.solver, grid) if opt.solver not in ADAPTIVE_SOLVERS else 0.0
+
     def velocity(tt: torch.Tensor, x: torch.Tensor, lab, record: bool = True) -> torch.Tensor:
         logits = flow(adapter, main, q_pos, x.to(dtype), tt.to(dtype).view(1, 1), lab)
-        temp = opt.temperature * (1 - float(tt)) if opt.estimator == "sample" else opt.temperature
+        temp = 0.0 if opt.estimator == "argmax" else schedule_temperature(opt.schedule, opt.temperature,
+                                                                          float(tt) + delta)
         x1 = x1_estimate(logits, table, opt.estimator, temp, generator).to(x.dtype)
         if opt.trace and record:
             p = torch.softmax(logits[:, 0].float(), -1)
@@ -109,10 +152,8 @@ def next_token_logits(adapter: Adapter, flow: FlowPath | None, main: MainPass, o
 
     x0 = x0.double()
     if opt.solver in ADAPTIVE_SOLVERS:
-        grid = torch.tensor([0.0, 1.0], dtype=torch.float64, device=dev)
         traj = odeint(ode_fn, x0, grid, method=opt.solver, rtol=opt.tolerance, atol=opt.tolerance)
     else:
-        grid = torch.linspace(0.0, 1.0, opt.steps, dtype=torch.float64, device=dev)
         traj = odeint(ode_fn, x0, grid, method=opt.solver)
     x1 = traj[-1]
     if opt.trace:

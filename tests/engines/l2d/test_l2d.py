@@ -147,6 +147,81 @@ def test_solvers_and_nfe():
         assert adaptive[solver, 1e-3] > adaptive[solver, 1e-1]
 
 
+def test_temperature_schedules_follow_the_official_code():
+    """polynomial_<p>_<end>: T·(1 − t/end)^p, 0 from t ≥ end; read at t + δ (δ = half an interval for midpoint)."""
+    from engines.l2d.solvers import schedule_offset, schedule_temperature
+
+    assert schedule_temperature("polynomial_1_1.0", 1.0, 0.0) == 1.0
+    assert schedule_temperature("polynomial_1_1.0", 1.0, 0.25) == pytest.approx(0.75)
+    assert schedule_temperature("polynomial_2_0.5", 2.0, 0.25) == pytest.approx(0.5)
+    assert schedule_temperature("polynomial_1_1.0", 1.0, 1.0) == 0.0
+    assert schedule_temperature("polynomial_1_0.5", 1.0, 0.7) == 0.0
+    assert schedule_temperature("constant", 0.7, 0.9) == 0.7
+    for bad in ("cosine", "polynomial_1", "polynomial_1_0"):
+        with pytest.raises(ValueError, match="schedule"):
+            schedule_temperature(bad, 1.0, 0.5)
+    grid = torch.linspace(0, 1, 8, dtype=torch.float64)
+    assert schedule_offset("midpoint", grid) == pytest.approx(1 / 14)
+    assert schedule_offset("euler", grid) == pytest.approx(1 / 7)
+    assert schedule_offset("dopri5", grid) == 0.0
+
+
+@pytest.mark.parametrize("estimator", ["sample", "average"])
+def test_estimators_use_the_schedule(estimator, monkeypatch):
+    """sample / average read T(t + δ): midpoint with N = 2 evaluates t = 0 at T = 0.5 and t = 0.5 at T = 0
+    (argmax); temperature 0 everywhere is exactly the argmax estimator."""
+    from engines.l2d import solvers
+
+    model = _gpt2()
+    ad = Adapter(model)
+    flow = _random_flow(model, seed=3)
+    main = main_pass(model, ad, _ids(3)[:, :task.PROMPT_LEN])
+    seen = []
+    orig = solvers.x1_estimate
+
+    def spy(logits, table, est, temperature, generator):
+        seen.append((est, temperature))
+        return orig(logits, table, est, temperature, generator)
+
+    monkeypatch.setattr(solvers, "x1_estimate", spy)
+    next_token_logits(ad, flow, main, DecodeOptions(steps=2, estimator=estimator), None, torch.Generator().manual_seed(0))
+    assert seen == [(estimator, pytest.approx(0.5)), (estimator, 0.0)]
+    cold = next_token_logits(ad, flow, main, DecodeOptions(steps=6, estimator=estimator, temperature=0.0), None,
+                             torch.Generator().manual_seed(1))[0]
+    arg = next_token_logits(ad, flow, main, DecodeOptions(steps=6, estimator="argmax"), None,
+                            torch.Generator().manual_seed(1))[0]
+    assert torch.equal(cold, arg)
+    warm = next_token_logits(ad, flow, main, DecodeOptions(steps=6, estimator=estimator, schedule="constant"), None,
+                             torch.Generator().manual_seed(1))[0]
+    assert torch.isfinite(warm).all() and not torch.equal(warm, arg)
+
+
+def test_training_timesteps_and_checkpoint_selection():
+    """cosmap / maximum_timestep as in the official loss; select="val_n8" returns the best evaluated checkpoint."""
+    from dataclasses import replace
+
+    g = torch.Generator().manual_seed(0)
+    t = models.training_timesteps(2000, 5, g, "cosmap", 0.9)
+    assert t.min() >= 0 and t.max() <= 0.9
+    u = models.training_timesteps(2000, 5, torch.Generator().manual_seed(0))
+    assert ((t > 0.25 * 0.9) & (t < 0.75 * 0.9)).float().mean() > ((u > 0.25) & (u < 0.75)).float().mean()
+    assert torch.allclose(models.cosmap(torch.tensor([0.0, 0.5])), torch.tensor([0.0, 0.5]))
+    with pytest.raises(ValueError, match="schedule"):
+        models.training_timesteps(2, 2, g, "edm")
+    cfg = replace(models.MICRO, l2d_steps=6, eval_every=2, n_val=8)
+    seen = {}
+
+    def keep(step, flow, acc):
+        seen[step] = (acc, {k: v.clone() for k, v in flow.state_dict().items()})
+
+    flow, rec = models.train_l2d(_gpt2(), cfg, lambda f, m: None, lambda: False, timestep_schedule="cosmap",
+                                 select="val_n8", on_eval=keep)
+    best = max(seen.values(), key=lambda v: v[0])[0]
+    step = min(s for s, v in seen.items() if v[0] == best)
+    assert rec["chosen_step"] == step and rec["val_acc_n8"] == best and rec["selection"] == "val_n8"
+    assert all(torch.equal(v, seen[step][1][k]) for k, v in flow.state_dict().items())
+
+
 def test_guidance_identities():
     """Check 6: w = 1 equals the conditional model, w = 0 the unconditional one, exactly."""
     model = _gpt2()
