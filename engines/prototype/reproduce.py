@@ -306,8 +306,8 @@ def _drop_unmarked(text: str, head: str, begin: str) -> str:
 # Held-out sets in the order they were written. The newest one with a recorded first run carries issue 30's
 # claims; an older one is reported as a *former* held-out set (its first run stays on the page, but failures
 # seen on it were fixed afterwards, so it is no longer held-out).
-HELDOUT_SETS = ("heldout", "heldout2", "heldout3", "heldout4", "heldout5")
-SET_NUMBER = {"heldout": 1, "heldout2": 2, "heldout3": 3, "heldout4": 4, "heldout5": 5}
+HELDOUT_SETS = ("heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6")
+SET_NUMBER = {"heldout": 1, "heldout2": 2, "heldout3": 3, "heldout4": 4, "heldout5": 5, "heldout6": 6}
 # A set's heading while it carries the claims (or awaits its first run), and once it is a former held-out set.
 CLAIM_TITLES = {
     "heldout": "Held-out designer-phrasing set (issue 30; frozen before its first run)",
@@ -315,6 +315,7 @@ CLAIM_TITLES = {
     "heldout3": "Held-out designer-phrasing set 3 (issue 30; frozen before its first run)",
     "heldout4": "Held-out designer-phrasing set 4 (issue 30; frozen before its first run)",
     "heldout5": "Held-out designer-phrasing set 5 (issue 30; frozen before its first run)",
+    "heldout6": "Held-out designer-phrasing set 6 (issue 30; frozen before its first run)",
 }
 FORMER_TITLES = {
     "heldout": "Former held-out set (issue 30's first held-out set; no longer held-out)",
@@ -322,18 +323,20 @@ FORMER_TITLES = {
     "heldout3": "Former held-out set 3 (issue 30's third held-out set; no longer held-out)",
     "heldout4": "Former held-out set 4 (issue 30's fourth held-out set; no longer held-out)",
     "heldout5": "Former held-out set 5 (issue 30's fifth held-out set; no longer held-out)",
+    "heldout6": "Former held-out set 6 (issue 30's sixth held-out set; no longer held-out)",
 }
 # Label errors found in a held-out set after its first run (a wrong expectation, not a parser failure): each
 # one is listed here and printed on the results page; the first run's outcomes are re-judged with the
 # corrected label. A parser failure is never listed here: it stays a failure of the first run.
-LABEL_FIXES: dict[str, list[dict]] = {"heldout": [], "heldout2": [], "heldout3": [], "heldout4": [], "heldout5": []}  # {"text", "was", "now", "why"}
+LABEL_FIXES: dict[str, list[dict]] = {"heldout": [], "heldout2": [], "heldout3": [], "heldout4": [], "heldout5": [],
+                                   "heldout6": []}  # {"text", "was", "now", "why"}
 # Attempts at a first run that produced no figure (what stopped them; the parser was not changed after them).
 ABORTED_ATTEMPTS = {"heldout": [
     "2026-12-02 15:09 UTC: the harness stopped at the default mapper's exception on “reduce the cap height by "
     "200%” (it built a scale operation with factor −1, which the typed program rejects: pydantic ValidationError) "
     "before any mapper's figures were printed or recorded. The harness (`fresh.run`) now records a mapper "
     "exception as that row's failure — not a refusal — and the rerun, with the parser unchanged, is the first run.",
-], "heldout2": [], "heldout3": [], "heldout4": [], "heldout5": []}
+], "heldout2": [], "heldout3": [], "heldout4": [], "heldout5": [], "heldout6": []}
 # What happened to a former held-out set after its first run.
 AFTERWARDS = {"heldout": (
     "Its first run (below) was the claim until the second held-out set was written. The parser failures seen at "
@@ -373,7 +376,12 @@ AFTERWARDS = {"heldout": (
     "— “a wider mouth at the rim” —; setting an attribute of an absent part adds it; “flatter” / “curvier”; "
     "“both X and Y”; an edge named by its place; an adjective list's noun not borrowed after a clause that named "
     "its own part), so the set is **no longer held-out**: its current figures are development figures. The fifth "
-    "set was written and frozen before those fixes.")}
+    "set was written and frozen before those fixes."),
+    "heldout5": (
+    "Its first run (below) was the claim until the sixth held-out set had its first run. The sixth set was written "
+    "and frozen after set 5's first run and before any fix of its failures, and its first run measured the same "
+    "(fifth-round) parser. The failures of set 5's first run are fixed in the sixth round, so the set is **no longer "
+    "held-out**: its current figures are development figures.")}
 
 
 def _heldout_record_path(name: str = "heldout"):

@@ -4,8 +4,8 @@
 development sets now that the failures of their first runs were fixed, and so is ``heldout3`` (written after set
 2's first run, frozen before its fixes; its failures were fixed in the fourth round), and so is ``heldout4`` (written
 after set 3's first run, frozen before the fourth round; its failures were fixed in the fifth round); ``heldout5``
-(written after set 4's first run, frozen before the fifth round) carries the claim once its first run is recorded.
-All are checked alike."""
+(written after set 4's first run, frozen before the fifth round) carried it until ``heldout6`` (written after set
+5's first run, frozen before the sixth round) had its first run. All are checked alike."""
 from __future__ import annotations
 
 import difflib
@@ -28,7 +28,7 @@ def _norm(t: str) -> str:
     return " ".join(re.sub(r"[^\w%°+\-.]+", " ", t.lower()).split())
 
 
-SETS = ("heldout", "heldout2", "heldout3", "heldout4", "heldout5")
+SETS = ("heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6")
 ROOT = fresh.DATA.parents[2]
 # The first commit of each later round's parser fixes, named by the module it added: the set written for that
 # round must have been committed alone before it.
@@ -284,4 +284,37 @@ def test_the_fifth_set_stresses_designer_phrasing_and_refusals():
     texts = " | ".join(r["text"] for r in rows).lower()
     for pattern in (r"diameter|across", r"\d+ cm wide", r"inch", r"%", r"one and a half|1\.5x|\bthird|quarter|fifth",
                     r"too \w+", r"\d+ (?:cm|mm) too", r"litre", r"[+-]\d", r"minus"):
+        assert re.search(pattern, texts), pattern
+
+
+def test_no_parser_change_between_set_5s_first_run_and_set_6s_freeze():
+    record, frozen = _first_commit("engines/prototype/data/heldout5_first_run.json"), \
+        _first_commit("engines/prototype/data/instructions_heldout6.yaml")
+    if not _full_history() or record is None or frozen is None:
+        pytest.skip("no full git history here")
+    engine = [f"engines/prototype/{p.name}" for p in (ROOT / "engines/prototype").glob("*.py") if p.name != "reproduce.py"]
+    assert _git("rev-list", f"{record}..{frozen}", "--", *engine).split() == []
+
+
+def test_the_sixth_set_stresses_designer_phrasing_and_refusals():
+    """Set 6's emphasis: set 5's size and mix (150 instructions, 53 refusals: 16 impossible values, 6 keep clauses
+    that cannot hold, 21 unsupported requests alone and 10 inside multi-clause instructions, 9 look-alikes), complaints
+    with an amount and without "too", inches, metres and millimetres, diameters and widths of round parts, ratios and
+    fractions, signed amounts, capacities in ml and litres, and an amount shared by reference."""
+    import re
+    from collections import Counter
+
+    rows = fresh.load("heldout6")
+    assert len(rows) == 150 and sum(bool(r.get("refuse")) for r in rows) == 53
+    assert Counter(r["kind"] for r in rows) == Counter(quantity=32, impossible=16, overall=18, keep=23,
+                                                       unsupported=40, multi=21)
+    uns = [r for r in rows if r["kind"] == "unsupported"]
+    assert len([r for r in uns if r.get("refuse") and len(r["program"]) == 1]) == 21
+    assert len([r for r in uns if r.get("refuse") and len(r["program"]) > 1]) == 2 * len(DOMAINS)
+    assert {r["domain"] for r in uns if not r.get("refuse")} == set(DOMAINS)
+    assert sum(r["kind"] == "keep" and bool(r.get("refuse")) for r in rows) == 6
+    texts = " | ".join(r["text"] for r in rows).lower()
+    for pattern in (r"diameter|across", r"\d+ cm wide", r"inch", r"%", r"\bthird|quarter|doubled|triple",
+                    r"too \w+", r"\d+ cm too|higher than i want", r"litre", r"\bml\b", r"[+-]\d", r"minus",
+                    r"\d m\b", r"by the same"):
         assert re.search(pattern, texts), pattern
