@@ -54,30 +54,49 @@ def _path(ref: str) -> str:
     return str(resolve(get_settings().artifacts_dir, ref))
 
 
-def preview(domains):
-    """Real and synthetic samples per domain (no model: in the web process)."""
-    import numpy as np
+def preview(domains, held_out="blur", corruption=0.2, seed=0):
+    """The silos' images and the server's synthetic samples exactly as a federation with these settings builds
+    them: the same ``FederationParams`` (image counts, split, generator), public pool, corruption share and seed
+    (``domains.synthetic_sets``, which ``build_setup`` calls too). No model: in the web process."""
+    import os
 
-    from engines.fedag.domains import public_pool, real_domains, synthesise
+    import numpy as np
+    from pydantic import ValidationError
+
+    from engines.fedag.domains import real_domains, synthetic_sets
+    from engines.fedag.params import GENERATOR_LABELS, SD_DIR_SETTING, FederationParams
 
     domains = list(domains or [])
     if not domains:
         raise gr.Error("Choose at least one domain.", title="Empty silos")
-    real = real_domains(domains, 40, 0)
-    pool = public_pool(len(domains), 40, 0)
+    try:
+        p = FederationParams(domains=domains, held_out=held_out, corruption=float(corruption), seed=int(seed))
+    except ValidationError as e:
+        raise gr.Error("; ".join(err["msg"].removeprefix("Value error, ") for err in e.errors()),
+                       title="Invalid settings") from None
+    real = real_domains(list(p.domains), p.images_per_domain, p.split_seed)
+    sd_dir = os.environ.get(SD_DIR_SETTING, "").strip()
+    syn = {} if sd_dir else dict(zip(p.in_domains, synthetic_sets(p)))
+
     def big(x):
         return (np.kron(x, np.ones((4, 4, 1))) * 255).round().astype(np.uint8)
 
     items = []
-    for d in domains:
-        syn = synthesise(d, 10, 0.2, 0, pool)
-        for j in range(3):
-            items.append((big(real[d].train_x[j]), f"{DOMAIN_LABELS[d]}: client image"))
-        for j in range(3):
-            tag = " (corrupted)" if syn.corrupted[j] else ""
-            items.append((big(syn.x[j]), f"{DOMAIN_LABELS[d]}: synthetic '{syn.y[j]}'{tag}"))
-    return items, (f"{len(domains)} domain(s): 3 client images (private, shown only here) and 3 server-side "
-                   "synthetic samples each.")
+    for d in p.domains:
+        if d == p.held_out:
+            items += [(big(real[d].test_x[j]), f"{DOMAIN_LABELS[d]}: held-out test image (no client holds it)")
+                      for j in range(3)]
+            continue
+        items += [(big(real[d].train_x[j]), f"{DOMAIN_LABELS[d]}: client image") for j in range(3)]
+        for j in range(3 if d in syn else 0):
+            tag = " (corrupted)" if syn[d].corrupted[j] else ""
+            items.append((big(syn[d].x[j]), f"{DOMAIN_LABELS[d]}: synthetic '{syn[d].y[j]}'{tag}"))
+    gen = (f"the Stable Diffusion pipeline of {SD_DIR_SETTING}, generated when the federation runs (they appear "
+           "here with their quality scores after the run)" if sd_dir else GENERATOR_LABELS[p.generator])
+    return items, (f"{len(p.domains)} domain(s): 3 client images per in-domain (private, shown only here), 3 test "
+                   f"images of the held-out {DOMAIN_LABELS[p.held_out]}, and the first 3 of each in-domain's "
+                   f"{p.synthetic_per_domain} server-side synthetic samples ({p.corruption:.0%} deliberately wrong, "
+                   f"seed {p.seed}): {gen}.")
 
 
 def run_federation(domains, held_out, clients, rounds, lam, momentum, kd_alpha, quality, corruption, baselines,
@@ -189,7 +208,7 @@ def build() -> None:
                                   scale=2)
             ex_text = gr.Markdown(label="attention of the chosen image", elem_id="fedag_attention_text")
 
-    prev.click(preview, [domains], [samples, status], api_name="fedag_preview")
+    prev.click(preview, [domains, held_out, corruption, seed], [samples, status], api_name="fedag_preview")
     ev = run.click(run_federation, [domains, held_out, clients, rounds, lam, momentum, kd_alpha, quality, corruption,
                                     baselines, seed],
                    [job_id, result, plot, table, qplot, heat, samples, status], api_name="fedag_run")

@@ -194,3 +194,20 @@ def synthesise(domain: str, n: int, corruption: float, seed: int = 0,
             g.append(draw(int(y[i])))
     x = stylise(np.stack(g), domain, seed * 131 + 17)
     return SyntheticSet(domain, x, y.astype(np.int64), bad)
+
+
+def synthetic_sets(p, pipe=None, scale=None, size: int = SIZE, cancelled=lambda: False) -> list[SyntheticSet]:
+    """The server's synthetic set of every in-domain of ``p`` (a ``FederationParams``), as training uses it.
+
+    ``pipe``: a text-to-image pipeline (paper scale, ``scale`` a ``paper_scale.PaperScale`` with its sampler
+    settings): "a {domain style} of a {class}" prompts resized to ``size``. Without one: ``p.generator`` —
+    deformed digits of the public pool no silo holds (``"pool"``) or font glyphs (``"glyph"``). The federation
+    (``federation.build_setup``) and the tab's preview both call this, so the preview shows what training uses."""
+    if pipe is not None:
+        from .paper_scale import PaperScale, synthesise_diffusion
+
+        scale = scale or PaperScale()
+        return [synthesise_diffusion(pipe, d, p.synthetic_per_domain, p.corruption, p.seed, size, scale.sd_steps,
+                                     scale.sd_guidance, scale.sd_resolution, cancelled) for d in p.in_domains]
+    pool = public_pool(len(p.domains), p.images_per_domain, p.split_seed) if p.generator == "pool" else None
+    return [synthesise(d, p.synthetic_per_domain, p.corruption, p.seed, pool) for d in p.in_domains]

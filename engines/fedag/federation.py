@@ -20,7 +20,7 @@ import torch
 import torch.nn.functional as F
 
 from . import algorithm as alg
-from .domains import DomainData, SyntheticSet, public_pool, real_domains, synthesise
+from .domains import DomainData, SyntheticSet, real_domains, synthetic_sets
 from .model import LOGIT_SCALE, ClientNet, GateAdapter
 from .params import FederationParams
 
@@ -197,7 +197,7 @@ def build_setup(p: FederationParams, clip=None, data: dict[str, DomainData] | No
     ``clip`` / ``pipe`` pass already-loaded ones."""
     from engines.common.data.greyscale import digit_caption
 
-    from .paper_scale import PaperScale, synthesise_diffusion
+    from .paper_scale import PaperScale
 
     scale = PaperScale.from_env() if scale is None else scale
     clip = clip if clip is not None else scale.load_clip(progress)
@@ -217,13 +217,7 @@ def build_setup(p: FederationParams, clip=None, data: dict[str, DomainData] | No
         for part in np.array_split(np.arange(len(dd.train_y)), p.clients_per_domain):
             clients.append(Client(cid, di, dd.train_x[part], dd.train_y[part], p.seed, make_client))
             cid += 1
-    if pipe is not None:  # text-to-image: "a {domain style} of a {class}", resized to the silos' image size
-        size = int(data[ins[0]].train_x.shape[1])
-        syn = [synthesise_diffusion(pipe, d, p.synthetic_per_domain, p.corruption, p.seed, size, scale.sd_steps,
-                                    scale.sd_guidance, scale.sd_resolution, cancelled) for d in ins]
-    else:
-        pool = public_pool(len(p.domains), p.images_per_domain, p.split_seed) if p.generator == "pool" else None
-        syn = [synthesise(d, p.synthetic_per_domain, p.corruption, p.seed, pool) for d in ins]
+    syn = synthetic_sets(p, pipe, scale, int(data[ins[0]].train_x.shape[1]), cancelled)
     evals = {s: {d: {"x": getattr(data[d], f"{s}_x"), "y": torch.as_tensor(getattr(data[d], f"{s}_y"))}
                  for d in p.domains} for s in ("val", "test")}
     for s in evals.values():

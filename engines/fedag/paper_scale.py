@@ -41,12 +41,14 @@ from torch import nn
 from engines.common.zoo.clip import CLIP_MEAN, CLIP_STD, ZooClip
 from engines.common.zoo.tensors import to_tensor01
 
+from .params import SD_DIR_SETTING
+
 SETTINGS = {
     "clip_dir": "PAPERLAB_FEDAG_CLIP_DIR",
     "client_model": "PAPERLAB_FEDAG_CLIENT_MODEL",
     "client_checkpoint": "PAPERLAB_FEDAG_CLIENT_CHECKPOINT",
     "client_img_size": "PAPERLAB_FEDAG_CLIENT_IMG_SIZE",
-    "sd_dir": "PAPERLAB_FEDAG_SD_DIR",
+    "sd_dir": SD_DIR_SETTING,
     "sd_steps": "PAPERLAB_FEDAG_SD_STEPS",
     "sd_guidance": "PAPERLAB_FEDAG_SD_GUIDANCE",
     "sd_resolution": "PAPERLAB_FEDAG_SD_RESOLUTION",

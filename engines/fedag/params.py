@@ -18,6 +18,9 @@ DOMAIN_LABELS = {"tint": "colour-tinted", "rotate": "rotated 15-35°", "noise": 
 BENCHMARK_DOMAINS = ("tint", "rotate", "noise", "blur")
 Generator = Literal["pool", "glyph"]
 GENERATOR_LABELS = {"pool": "deformed digits from the public pool no silo holds", "glyph": "font glyphs (procedural)"}
+#: the paper-scale synthetic-data switch (a local StableDiffusionPipeline folder; ``paper_scale.PaperScale``), here
+#: so the web process can tell which generator training uses without importing torch
+SD_DIR_SETTING = "PAPERLAB_FEDAG_SD_DIR"
 Method = Literal["fedag", "fedclip", "fedavg", "zeroshot"]
 METHOD_LABELS = {"fedag": "FedAG", "fedclip": "FedCLIP (one FedAvg adapter)", "fedavg": "FedAvg (client CNNs)",
                  "zeroshot": "zero-shot CLIP"}

@@ -16,8 +16,8 @@ def client(inline_app):
 
 
 def test_preview_run_and_attention(client):
-    gallery, msg = client.predict(DOMAINS, api_name="/fedag_preview")
-    assert len(gallery) == 24 and "4 domain(s)" in msg
+    gallery, msg = client.predict(DOMAINS, "blur", 0.2, 0, api_name="/fedag_preview")
+    assert len(gallery) == 3 * 6 + 3 and "4 domain(s)" in msg  # 3 in-domains: client + synthetic; held-out: test
     plot, table, qplot, heat, samples, status = client.predict(*RUN, api_name="/fedag_run")
     assert [r[0] for r in table["data"]] == ["FedAG", "zero-shot CLIP"]
     assert all(p["plot"].startswith("data:image") for p in (plot, qplot, heat))
@@ -39,5 +39,37 @@ def test_bad_input_is_named(client):
     with pytest.raises(Exception, match="(?i)lam|maximum"):
         client.predict(*RUN[:4], 50.0, *RUN[5:], api_name="/fedag_run")
     with pytest.raises(Exception, match="Empty silos|at least one domain"):
-        client.predict([], api_name="/fedag_preview")
-    assert client.predict(DOMAINS[:3], api_name="/fedag_preview")[1].startswith("3 domain(s)")
+        client.predict([], "blur", 0.2, 0, api_name="/fedag_preview")
+    with pytest.raises(Exception, match="not one of the chosen domains"):
+        client.predict(DOMAINS[:3], "blur", 0.2, 0, api_name="/fedag_preview")
+    assert client.predict(DOMAINS[:3], "noise", 0.2, 0, api_name="/fedag_preview")[1].startswith("3 domain(s)")
+
+
+def test_preview_shows_the_silos_and_synthetic_samples_training_uses(monkeypatch):
+    """The preview's client images are the silos' first training images and its synthetic samples the first of
+    the sets ``build_setup`` trains on, for the chosen corruption share and seed (not a fixed 40-digit split)."""
+    import numpy as np
+
+    from app.tabs.fedag import preview
+    from engines.fedag.federation import build_setup
+    from engines.fedag.params import SD_DIR_SETTING, FederationParams
+
+    monkeypatch.delenv(SD_DIR_SETTING, raising=False)
+    p = FederationParams(held_out="rotate", corruption=0.5, seed=7)
+    items, msg = preview(list(p.domains), p.held_out, p.corruption, p.seed)
+    s = build_setup(p)
+    big = lambda x: (np.kron(x, np.ones((4, 4, 1))) * 255).round().astype(np.uint8)  # noqa: E731
+    client = [img for img, cap in items if cap.endswith("client image")]
+    syn = [(img, cap) for img, cap in items if "synthetic" in cap]
+    held = [img for img, cap in items if "held-out" in cap]
+    assert len(client) == len(syn) == 9 and len(held) == 3 and "50% deliberately wrong, seed 7" in msg
+    for i, d in enumerate(s.in_domains):
+        for j in range(3):
+            assert np.array_equal(client[3 * i + j], big(s.clients[i]._x[j]))
+            img, cap = syn[3 * i + j]
+            assert np.array_equal(img, big(s.synthetic[i].x[j])) and f"'{s.synthetic[i].y[j]}'" in cap
+            assert cap.endswith("(corrupted)") == bool(s.synthetic[i].corrupted[j])
+    assert all(np.array_equal(h, big(s.eval_sets["test"]["rotate"]["x"][j])) for j, h in enumerate(held))
+    monkeypatch.setenv(SD_DIR_SETTING, "/models/sd-2-1-base")  # paper scale: no pool digits pretending to be SD's
+    items, msg = preview(list(p.domains), p.held_out, p.corruption, p.seed)
+    assert not [c for _, c in items if "synthetic" in c] and "Stable Diffusion" in msg
