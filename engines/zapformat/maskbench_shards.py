@@ -71,6 +71,20 @@ def run_shard(folder, engines: list[str], limit_s: float, stride: int, start: in
     return path
 
 
+def misses(units: list[dict], results: list[dict]) -> dict:
+    """Schemas that compiled but did not pass: id -> wrong accepts / wrong rejects (the per-schema rows of a whole
+    sample stay in the shard files; compile errors and crashes are already in the score's ``errors``)."""
+    out = {}
+    for u, r in zip(units, results):
+        if r.get("status") != "ok":
+            continue
+        wa = sum(1 for t, a in zip(u["tests"], r["tests"]) if a and not t["valid"])
+        wr = sum(1 for t, a in zip(u["tests"], r["tests"]) if not a and t["valid"])
+        if wa or wr:
+            out[u["id"]] = {"wrong_accepts": wa, "wrong_rejects": wr}
+    return out
+
+
 def merge(folder, out_dir: Path, suite_folder=None) -> dict:
     """One run (the shape ``bench.main`` stores) from the shard files; raises when shards are missing or clash."""
     shards = [json.loads(p.read_text()) for p in sorted(Path(out_dir).glob("shard-*.json"))]
@@ -101,14 +115,14 @@ def merge(folder, out_dir: Path, suite_folder=None) -> dict:
                  "maskbench_schemas": len(units), "maskbench_selection": _selection(first["stride"], total_files),
                  "valid_tests": sum(t["valid"] for u in units for t in u["tests"]),
                  "invalid_tests": sum(not t["valid"] for u in units for t in u["tests"]),
-                 "maskbench": {}, "maskbench_rows": {},
+                 "maskbench": {}, "maskbench_misses": {},
                  "elapsed_s": sum(s["wall_s"] for s in shards),
                  "shards": [{"start": s["start"], "stop": s["stop"], "date": s["date"], "wall_s": round(s["wall_s"], 1)}
                             for s in shards]}
     for e in first["engines"]:
         res = [r for s in shards for r in s["rows"][e]]
         run["maskbench"][e] = mb.score(units, res)
-        run["maskbench_rows"][e] = [{k: v for k, v in r.items() if k != "tbm_us"} for r in res]
+        run["maskbench_misses"][e] = misses(units, res)
     with_suite = [s for s in shards if s.get("suite")]
     if with_suite and suite_folder and Path(suite_folder).is_dir():
         sunits = mb.load_suite(suite_folder)

@@ -58,7 +58,7 @@ def test_merged_shards_score_as_one_run(corpus, tmp_path):
     assert merged["peak_mb"] == 2.0  # the largest shard worker's, not the sum
     assert run["maskbench_schemas"] == 5 and run["maskbench_selection"] == "all files"
     assert [(s["start"], s["stop"]) for s in run["shards"]] == [(0, 2), (2, 4), (4, 5)]
-    assert len(run["maskbench_rows"]["b"]) == 5 and "tbm_us" not in run["maskbench_rows"]["b"][0]
+    assert run["maskbench_misses"]["b"] == {}  # the fake engine's verdicts are jsonschema's
 
 
 def test_merge_refuses_gaps_overlaps_and_mixed_settings(corpus, tmp_path):
@@ -93,3 +93,11 @@ def test_cli_shards_then_merge_into_the_results_page(corpus, tmp_path):
     assert (s["schemas"], s["passing"], s["compile_errors"], s["wrong_accepts"]) == (5, 4, 1, 0)
     page = out.with_suffix(".md").read_text()
     assert "## Run `whole`" in page and "Run in 2 shards" in page
+
+
+def test_misses_list_schemas_that_compiled_but_failed():
+    units = [{"id": "x", "tests": [{"valid": True}, {"valid": False}]}, {"id": "y", "tests": [{"valid": False}]},
+             {"id": "z", "tests": [{"valid": True}]}]
+    res = [{"id": "x", "status": "ok", "tests": [False, True]}, {"id": "y", "status": "ok", "tests": [False]},
+           {"id": "z", "status": "timeout"}]
+    assert shards.misses(units, res) == {"x": {"wrong_accepts": 1, "wrong_rejects": 1}}
