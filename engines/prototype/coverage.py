@@ -37,7 +37,12 @@ UNSUPPORTED: dict[str, tuple[str, ...]] = {
     "weight setting": ("weight", "weigh", "weighs", "weighted"),
     "moving parts (swivel, folding, adjustable)": ("swivel", "swivelling", "swiveling", "rotate", "rotating", "spin",
                                                    "spinning", "folding", "foldable", "fold", "adjustable", "rocking",
-                                                   "rocker", "dimmable", "dimmer", "stackable"),
+                                                   "rocker", "dimmable", "dimmer", "stackable", "swing", "swings",
+                                                   "swinging", "swivels", "pivot", "pivots", "pivoting",
+                                                   "aimed", "aimable", "articulated", "telescopic", "retractable",
+                                                   "collapsible", "rotates", "spins", "tilting", "tilts"),
+    "thermal insulation (the model is geometry only)": ("insulated", "insulation", "insulating", "thermal",
+                                                         "vacuum-insulated", "keeps drinks hot", "keeps it hot"),
     "brightness setting (the model is geometry only)": ("bright", "brighter", "brightness", "dimmer light"),
     "wings": ("wing", "wings"), "wheels": ("wheel", "wheels", "castor", "castors", "caster", "casters"),
     "lid": ("lid", "lids"), "cushion": ("cushion", "cushions", "upholstery", "padding", "padded", "upholstered"),
@@ -50,7 +55,8 @@ UNSUPPORTED: dict[str, tuple[str, ...]] = {
 }
 # Kinds of request whose words describe what a part does or looks like, never a part compounded with a part the
 # product has ("the legs fold up" asks for folding; "a thicker seat cushion" is the seat).
-NOT_A_COMPOUND = {"moving parts (swivel, folding, adjustable)", "colour setting", "texture or pattern setting"}
+NOT_A_COMPOUND = {"moving parts (swivel, folding, adjustable)", "colour setting", "texture or pattern setting",
+                  "thermal insulation (the model is geometry only)"}
 # An edge named by its place and said without a word of rounding is where a part is edited ("pull its bottom edge
 # in a bit"), not a corner-rounding request ("softer edges", "round off the top edge").
 PLACE_EDGE = re.compile(r"^(?!.*\b(?:round|rounded|rounder|soft|softer|soften|sharp|sharper|smooth|smoother|chamfer|"

@@ -26,7 +26,7 @@ DIAMETER = re.compile(r"\b(?:diameter|across)\b")
 COMPARATIVE_OF = {w: ("height", "size") for w in ("taller", "shorter", "higher", "lower", "squatter")}  # a handle's size is its height
 COMPARATIVE_OF.update({w: ("width", "radius", "thickness") for w in (
     "wider", "narrower", "broader", "slimmer", "skinnier", "fatter")})
-COMPARATIVE_OF.update({w: ("thickness", "wall") for w in ("thicker", "thinner", "chunkier", "beefier")})
+COMPARATIVE_OF.update({w: ("thickness", "wall") for w in ("thicker", "thinner", "chunkier", "beefier", "plumper")})
 COMPARATIVE_OF.update({"flatter": ("curvature",), "curvier": ("curvature",)})  # a flatter backrest: less curve
 COMPARATIVE_OF.update({"deeper": ("depth",), "shallower": ("depth",), "longer": ("height", "size"),
                        "roomier": ("radius", "width")})
@@ -49,7 +49,8 @@ DIMENSION_PHRASES.update({f"{w} {p} {s}": ("height",) for w, p in (("closer", "t
                                                                    ("farther", "from the"))
                           for s in ("floor", "ground", "table")})
 WIDTH_OF = {w: ("width", "radius") for w in ("wide", "wider", "widen", "narrow", "narrower", "broad", "broader",
-                                             "slim", "slimmer", "open", "flared", "tighter", "opening")}
+                                             "slim", "slimmer", "open", "flared", "tighter", "opening",
+                                             "flare", "flares", "flaring", "diameter", "across")}
 # Words that name an overall dimension of the whole product.
 OVERALL = re.compile(r"\b(overall|whole|entire|in total|total|altogether|all in all|outside dimensions?|"
                      r"footprint|floor space)\b")

@@ -276,6 +276,9 @@ def compile_program(spec: dict, state: dict[str, float], ops: list, calibration:
     new = dict(state)
     before_overall = OV.values(spec["domain"], state)
     touched: dict[str, str] = {}
+    # parameters asked only for a direction ("shorter and wider so it still holds the same"): when a kept dimension
+    # can be held by no free parameter, such an edit may take the amount that holds it, if its direction stays
+    qualitative: dict[str, str] = {}
 
     def breaks_kept(p: str, exclude: str) -> bool:
         for k in kept_overall - {exclude}:
@@ -295,7 +298,8 @@ def compile_program(spec: dict, state: dict[str, float], ops: list, calibration:
         tgt = o.target if isinstance(o, (Adjust, SetOp, ScaleOp)) else f"{o.target}.present"
         said = f", from “{o.said}”" if o.said else ""
         if tgt in der:
-            _overall_edit(spec, fns[tgt], o, new, touched, kept_params, kept_overall, breaks_kept, res, calibration, said)
+            _overall_edit(spec, fns[tgt], o, new, touched, kept_params, kept_overall, breaks_kept, res, calibration, said,
+                          qualitative)
             continue
         a = attrs[tgt]
         if isinstance(o, Adjust):
@@ -313,6 +317,10 @@ def compile_program(spec: dict, state: dict[str, float], ops: list, calibration:
             val = float(round(val))
         why += said
         key = "+" if val > new[tgt] else "-" if val < new[tgt] else "="
+        if isinstance(o, Adjust) and o.amount is None and tgt not in touched:
+            qualitative[tgt] = key
+        else:
+            qualitative.pop(tgt, None)
         if tgt in touched and touched[tgt] != key:
             res.refused.append(f"contradiction: {tgt} is asked to change in two opposite ways")
             continue
@@ -329,7 +337,7 @@ def compile_program(spec: dict, state: dict[str, float], ops: list, calibration:
         res.changes.append(Change(tgt, state[tgt], val, why))
     _solve_relations(spec, new, touched, kept_params, res)
     if not res.refused:
-        _hold_overall(spec, fns, kept_overall, before_overall, new, touched, kept_params, res)
+        _hold_overall(spec, fns, kept_overall, before_overall, new, touched, kept_params, res, qualitative)
     if res.refused:
         res.changes = []
         return res
@@ -341,7 +349,8 @@ def compile_program(spec: dict, state: dict[str, float], ops: list, calibration:
     return res
 
 
-def _overall_edit(spec, d, o, new, touched, kept_params, kept_overall, breaks_kept, res, calibration, said) -> None:
+def _overall_edit(spec, d, o, new, touched, kept_params, kept_overall, breaks_kept, res, calibration, said,
+                  qualitative=None) -> None:
     """Distribute an edit of an overall dimension over its parts: one common factor on the parts of its
     rule that are free (not kept, not edited by the instruction, not holding a kept dimension). When every
     unkept part holds a kept dimension, those parts carry the edit and the kept dimension is then solved for
@@ -391,15 +400,21 @@ def _overall_edit(spec, d, o, new, touched, kept_params, kept_overall, breaks_ke
         res.changes.append(Change(p, res.state[p], val, f"{d.id} {fmt_value(cur, u)} → {fmt_value(target, u)}: "
                                                         f"{rule} (×{s:.3f}){said}"))
         touched[p] = "+" if s > 1 else "-"
+        if isinstance(o, Adjust) and o.amount is None and qualitative is not None:
+            qualitative[p] = touched[p]
         new[p] = val
     res.notes.append(f"{d.id}: {fmt_value(cur, u)} → {fmt_value(target, u)}; {rule} (×{s:.3f})")
 
 
-def _hold_overall(spec, fns, kept_overall, before, new, touched, kept_params, res) -> None:
-    """Enforce kept overall dimensions by solving for the first free parameter of each one's solve list."""
+def _hold_overall(spec, fns, kept_overall, before, new, touched, kept_params, res, qualitative=None) -> None:
+    """Enforce kept overall dimensions by solving for the first free parameter of each one's solve list. When every
+    parameter of the list is kept or edited, one the instruction edited only by a direction (no amount: "make the mug
+    shorter and wider so it still holds the same") takes the value that holds the dimension, if that value still
+    moves it in the asked direction."""
     from .overall import bisect
 
     attrs = spec["attributes"]
+    qualitative = dict(qualitative or {})
     for k in sorted(kept_overall):
         d = fns[k]
         target = before[k]
@@ -427,8 +442,23 @@ def _hold_overall(spec, fns, kept_overall, before, new, touched, kept_params, re
             why_not.append(f"{p} would leave its range {fmt_value(lo, attrs[p]['unit'])}–"
                            f"{fmt_value(hi, attrs[p]['unit'])}" if x is None else f"{p} would break another kept dimension")
         else:
-            res.refused.append(f"cannot keep {k} at {fmt_value(target, d.unit)}: " + "; ".join(why_not))
-            return
+            for p in [p for p in d.solve if p in qualitative and p not in kept_params]:
+                lo, hi = attrs[p]["range"]
+                x = bisect(lambda v: d.fn(dict(new, **{p: v})), target, lo, hi)
+                moved = None if x is None else "+" if x > res.state[p] + 1e-9 else "-" if x < res.state[p] - 1e-9 else "="
+                others = [j for j in kept_overall if j != k]
+                if moved == qualitative[p] and all(abs(fns[j].fn(dict(new, **{p: x})) - before[j])
+                                                   <= 1e-6 * max(1, before[j]) for j in others):
+                    for c in res.changes:
+                        if c.target == p:
+                            c.after, c.why = x, f"{c.why}; amount solved to keep {k} at {fmt_value(target, d.unit)}"
+                    res.notes.append(f"{p} moved to {fmt_value(x, attrs[p]['unit'])} (the asked direction) to keep {k} "
+                                     f"at {fmt_value(target, d.unit)}")
+                    new[p] = x
+                    break
+            else:
+                res.refused.append(f"cannot keep {k} at {fmt_value(target, d.unit)}: " + "; ".join(why_not))
+                return
     _solve_relations(spec, new, touched, kept_params, res)
     from .overall import values
 

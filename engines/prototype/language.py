@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-from .precision import NUMBER, UNITS, WORD_NUMBERS, Quantity, quantity  # noqa: F401  (re-exported)
+from .precision import NUMBER, UNITS, WORD_NUMBERS, Quantity, quantity, spell_out  # noqa: F401  (re-exported)
 from .coverage import COUNT_WORDS, UNSUPPORTED  # noqa: F401  (re-exported)
 from .scope import KEEP, KEEP_LEAD, is_keep  # noqa: F401  (re-exported)
 from .intensity import HEDGES, MAGNITUDES, find_phrase, magnitude  # noqa: F401  (re-exported)
@@ -17,7 +17,7 @@ POSITIVE = ("more", "increase", "increased", "raise", "raised", "bigger", "large
             "wider", "thicker", "deeper", "grow", "extend", "enlarge", "boost", "lift", "up", "add", "heavier",
             "broader", "greater", "expand", "stretch", "lengthen", "widen", "thicken", "heighten", "bulkier",
             "fatter", "chunkier", "beefier", "stronger", "sturdier", "bolder", "deepen", "broaden", "further",
-            "farther", "roomier", "curvier")
+            "farther", "roomier", "curvier", "plumper")
 # "closer to the floor", "nearer the table": less distance; "squatter": less height
 NEGATIVE = ("less", "decrease", "decreased", "reduce", "reduced", "lower", "lowered", "smaller", "shorter",
             "narrower", "thinner", "shallower", "shrink", "cut", "trim", "down", "slimmer", "remove", "lighter",
@@ -46,7 +46,9 @@ PHRASAL = [(re.compile(r"\bbring (the [\w' ]{1,30}?) in\b"), r"narrow \1"),
            # "pull its bottom edge in": a place on a part drawn inwards is narrowed there
            (re.compile(r"\b(?:pull|draw) ((?:the|its|their) (?:[\w']+ )?(?:edge|rim|bottom|top|opening|mouth)) in\b"),
             r"narrow \1"),
-           (re.compile(r"\btake (the [\w' ]{1,30}?) off\b"), r"take off \1")]  # "take the footrest off": removal
+           (re.compile(r"\btake (the [\w' ]{1,30}?) off\b"), r"take off \1"),  # "take the footrest off": removal
+           # "a handle-less mug": a part named with the suffix "-less" is left out
+           (re.compile(r"\b([a-z]{3,})-less\b"), r"without \1")]
 
 
 # "raise both the seat and the footrest by 5 cm": the verb and the amount go with each of the two parts.

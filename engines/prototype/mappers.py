@@ -17,7 +17,7 @@ import numpy as np
 
 from . import complaint, coverage
 from . import language as L
-from . import scope
+from . import position, scope
 from .dimensions import (COMPARATIVE_OF, DIAMETER, DIMENSION_PHRASES, DIMENSION_WORDS, OVERALL, OVERALL_DIM, REVERSED,
                          SIZE_PHRASAL, SPANS, UPWARD, VERTICAL, WIDTH_OF)
 from .domains import get_domain
@@ -161,12 +161,23 @@ class InterfaceMapper:
         k = int(sims.argmax())
         return self.macro_phr[k][1] if sims[k] >= TAU_MACRO else None
 
-    def _named_attribute(self, cl: str, comp: str) -> str | None:
-        """An attribute named by a dimension word or its own name ("50 cm high", "set the tilt to")."""
+    def _own_name(self, cl: str, comp: str | None) -> str | None:
+        """An attribute of the part said by its own name ("the tilt") or its participle ("splayed", "tilted")."""
         names = {a["attribute"]: pid for pid, a in self.attrs.items() if a["component"] == comp}
         for attr, pid in names.items():
             if _word_in(attr.replace("_", " "), cl):
                 return pid
+        for attr, pid in names.items():
+            if len(attr) >= 4 and "_" not in attr and re.search(rf"(?<![\w-]){re.escape(attr)}(?:ed|ing)\b", cl):
+                return pid
+        return None
+
+    def _named_attribute(self, cl: str, comp: str) -> str | None:
+        """An attribute named by a dimension word or its own name ("50 cm high", "set the tilt to")."""
+        own = self._own_name(cl, comp)
+        if own:
+            return own
+        names = {a["attribute"]: pid for pid, a in self.attrs.items() if a["component"] == comp}
         said = [opts for ph, opts in DIMENSION_PHRASES.items() if _word_in(ph, cl)] + \
                [DIMENSION_WORDS[w] for w in re.findall(r"[a-z]+", cl) if w in DIMENSION_WORDS]
         for options in said:
@@ -323,7 +334,10 @@ class InterfaceMapper:
         if q.unit and q.unit != unit:
             out.warnings.append(f"“{cl}”: {target} is measured in {unit}, not {q.unit}")
             return None
-        half = 0.5 if target.endswith("radius") and DIAMETER.search(cl) else 1.0  # "30 cm across" → r 15
+        # "30 cm across" → r 15; a target width of a round part is its diameter too ("a 44 cm wide seat" → r 22), but a
+        # change of width keeps the radius's own amount ("5 mm wider at the foot")
+        half = 0.5 if target.endswith("radius") and (DIAMETER.search(cl) or (
+            not q.relative and re.search(r"\b(?:wide|width)\b", cl))) else 1.0
         if q.relative:
             d = q.dir or d  # "take 5 mm off": the amount's own direction
             d = ("-" if d == "+" else "+") if q.sign == "-" and d else (q.sign or d or "+")
@@ -332,6 +346,9 @@ class InterfaceMapper:
         return SetOp(target=target, value=q.value * half, said=cl)
 
     def _keep_targets(self, cl: str, comps: list, context: dict) -> list[str]:
+        top = position.top_of(cl, {k: v.get("description", "") for k, v in self.der.items()}, dict(self.syn))
+        if top:  # "the top of the backrest has to stay where it is": the chair's overall height
+            return [top]
         ov = self._overall_target(cl, comps)
         if ov:  # "without changing the chair's overall height or the seat": the dimension and the part
             return [ov] + [c for _, c in comps if c not in (ov,)]
@@ -355,11 +372,12 @@ class InterfaceMapper:
         """An attribute named by its noun ("the walls", "the neck height"): of the named component, or of the
         only component that has it."""
         nouns = {"height", "width", "depth", "thickness", "radius", "tilt", "splay", "span", "curvature", "wall",
-                 "walls", "reach", "angle", "taper", "diameter", "length", "curve"}
+                 "walls", "reach", "angle", "taper", "diameter", "length", "curve", "size"}
         words = re.findall(r"[a-z]+", cl)
         said = [w for w in words if w in nouns]
+        places = position.qualifiers(words)  # "toward its lower edge": the bottom
         qual = [pid for pid, a in self.attrs.items() if "_" in a["attribute"] and (comp is None or a["component"] == comp)
-                and a["attribute"].split("_")[0] in words
+                and (a["attribute"].split("_")[0] in words or a["attribute"].split("_")[0] in places)
                 and (a["attribute"].split("_")[-1] in words
                      or any(a["attribute"].split("_")[-1] in WIDTH_OF.get(w, ()) for w in words))]
         if not qual and any(w in WIDTH_OF or w.startswith("widen") for w in words):
@@ -385,6 +403,37 @@ class InterfaceMapper:
         cands = [pid for pid, n in score.items() if n == best and n > 0]
         return cands[0] if len(cands) == 1 else None  # "wall thickness": the wall (both nouns), not a thickness
 
+    AMOUNT_DIMENSION = re.compile(r"\d(?:[\d.]*)\s*(?:[a-z°\"]+\s+)?(?:in\s+)?(tall|high|long|wide|thick|deep|across|"
+                                  r"diameter|radius|width|height|depth|thickness)\b")
+
+    def _amount_dimension(self, cl: str, comp: str | None) -> str | None:
+        """The attribute named by the dimension word right after an amount ("a 44 cm wide seat", "legs should be 2.5 cm
+        thick", "shade bottom at 30 cm diameter"): it says what is measured, whatever operation word the clause also
+        has. A round part's width or diameter is its radius; a position word picks among qualified radii."""
+        m = self.AMOUNT_DIMENSION.search(L.spell_out(cl))
+        if comp is None or m is None:
+            return None
+        opts = DIMENSION_WORDS.get(m.group(1), (m.group(1),))
+        mine = {pid: a["attribute"] for pid, a in self.attrs.items() if a["component"] == comp}
+        for opt in opts:
+            exact = [pid for pid, attr in mine.items() if attr == opt]
+            if exact:
+                return exact[0]
+            qualified = [pid for pid, attr in mine.items() if attr.endswith("_" + opt)]
+            if qualified:
+                places = position.qualifiers(re.findall(r"[a-z]+", cl))
+                named = [pid for pid in qualified if mine[pid].split("_")[0] in places]
+                return named[0] if len(named) == 1 else None
+        return None
+
+    def _other_part_attribute(self, cl: str, comp: str | None) -> str | None:
+        """An attribute noun that the part in context lacks and exactly one other part has ("a slightly bigger seat,
+        a lot more splay": the legs' splay, not the seat's)."""
+        if comp is None or self._noun_attribute(cl, comp):
+            return None
+        pid = self._noun_attribute(cl, None)
+        return pid if pid and self.attrs[pid]["component"] != comp else None
+
     # -- one clause
     def _presence(self, cl: str, comp: str | None, out: Mapping) -> bool:
         """Add or remove a component that can be present or absent ("give it armrests", "no footrest") — unless
@@ -405,10 +454,12 @@ class InterfaceMapper:
         product = [h for h in comps if self._is_product(h[0])]  # "the chair" is the product, not its seat
         comps = [h for h in comps if not self._is_product(h[0])]
         own = self._operation(cl, None)
-        if not comps and context.get("ahead") and not L.is_keep(cl) and not self._macro_lexical(cl) \
+        if not comps and not product and context.get("ahead") and not L.is_keep(cl) and not self._macro_lexical(cl) \
                 and not OVERALL.search(cl) and not re.search(r"\b(it|them|they)\b", cl) \
                 and not self._noun_attribute(cl, None) \
                 and not context.get("noun_first") \
+                and not (context.get("component") and L.quantity(cl) is not None
+                         and self._amount_dimension(cl, context["component"])) \
                 and not (own and own[0] != "?" and self.attrs[own[0]]["component"] != context["ahead"]
                          and not self._operation(cl, context["ahead"])):
             # "a longer, narrower neck": the adjective's noun comes later — but not after a clause that named its
@@ -455,15 +506,22 @@ class InterfaceMapper:
             context["component"] = comps[0][1]
         elif not comps and context.get("component"):
             q = L.quantity(cl)
-            if q is not None and not q.relative and out.ops and isinstance(out.ops[-1], (Adjust, SetOp)) \
-                    and not self._operation(cl, None):  # "lower the seat to counter height, 60 cm"
+            other = self._other_part_attribute(cl, context["component"])
+            if other:  # "a slightly bigger seat, a lot more splay": the part that has the splay
+                comps = [("", self.attrs[other]["component"])]
+            elif q is not None and not q.relative and out.ops and isinstance(out.ops[-1], (Adjust, SetOp)) \
+                    and not self._operation(cl, None) and not self._noun_attribute(cl, context["component"]) \
+                    and not self.AMOUNT_DIMENSION.search(L.spell_out(cl)):
+                # "lower the seat to counter height, 60 cm" (not "body 22 cm tall and 9 cm across": its own measure)
                 last = out.ops.pop()
                 out.ops.append(SetOp(target=last.target, value=q.value, said=f"{last.said}, {cl}"))
                 return
-            if re.search(r"\b(it|them|they|this|that)\b", cl) or not self._operation(cl, None) or \
-                    self._operation(cl, None)[0] == "?" or \
-                    (context.get("joined") and self._noun_attribute(cl, context["component"])):
-                comps = [("", context["component"])]  # pronoun or ellipsis: the last named component
+            if not other and (re.search(r"\b(it|them|they|this|that)\b", cl) or not self._operation(cl, None) or
+                              self._operation(cl, None)[0] == "?" or
+                              (context.get("joined") and self._noun_attribute(cl, context["component"])) or
+                              (q is not None and self._amount_dimension(cl, context["component"]))):
+                # pronoun or ellipsis: the last named component ("add armrests, 25 cm high": the armrests' height)
+                comps = [("", context["component"])]
         if not L.is_keep(cl) and STATEMENT.search(cl) and not IMPERATIVE.search(cl) and not self._macro_lexical(cl) \
                 and self._states(cl):  # "the seat is way too low, raise it", "the seat sits a bit high": context
             out.trace.append(f"“{cl}” → statement (context only)")
@@ -477,24 +535,36 @@ class InterfaceMapper:
         if self._presence(cl, comp, out):
             return
         op = self._operation(cl, comp)
-        if op and op[0] != "?" and op[2] and re.search(r"\b(?:less|fewer|not as much|not so much)\s+" + re.escape(op[2])
-                                                       + r"(?![\w])", cl):
-            op = (op[0], "-" if op[1] == "+" else "+", op[2])  # "less splay": the operation word, negated
+        if op and op[0] != "?" and op[2] and (
+                re.search(r"\b(?:less|fewer|not as much|not so much)\s+" + re.escape(op[2]) + r"(?![\w])", cl) or
+                re.search(r"(?<![\w])" + re.escape(op[2]) + r"(?:\s+(?:a little|a bit|a touch|a tad|slightly|much|a lot|"
+                          r"far|way|somewhat|even|rather))?\s+less\b(?!\s+than)", cl)):
+            # "less splay", "splayed slightly less": the operation word, negated
+            op = (op[0], "-" if op[1] == "+" else "+", op[2])
         if comp and (v := self._vertical(cl, comp, op)) and not self._noun_attribute(cl, comp):
             op = v  # "seat up a little": the seat's height, not a word the clusters gave to its thickness
         if comp and (u := UPWARD.search(cl)) and not self._noun_attribute(cl, comp) and \
                 (h := next((p for p, a in self.attrs.items() if a["component"] == comp and a["attribute"] == "height"), None)):
             op = (h, "-" if u.group(1).startswith("down") else "+", u.group(1))  # "stretch the mug upward": its height
+        if comp and (mv := position.move_out(cl)) and not self._noun_attribute(cl, comp) and \
+                (r := next((p for p, a in self.attrs.items() if a["component"] == comp and a["attribute"] == "reach"), None)):
+            op = (r, mv, "")  # "bring the handle out a lot", "pull the handle in by 4 mm": its reach
         if comp and op and op[0] != "?" and any(_word_in(ph, cl) for ph in DIMENSION_PHRASES):
             byw = self._attribute_by_words(cl, comp)
             if byw and byw[0] != op[0]:
                 op = (byw[0], byw[1], "")  # "make the handle stick out further": its reach, not its size
         noun = self._noun_attribute(cl, comp if comps else None)
+        if noun and op and op[0] == "?" and noun in op[1].split(","):
+            # "flare out more toward its lower edge": the position picks one of the attributes the word is shared by
+            op = (noun, next((d for w, p, d in self.opw if p == noun and w == op[2]), L.polarity(cl) or "+"), op[2])
         if noun and (op is None or op[0] != noun) and (op or L.polarity(cl) or L.quantity(cl)) \
                 and not (op and op[0] == "?" and noun in op[1].split(",")):
             # "thinner walls": the wall, not the handle's thickness; "bring the leg splay down": the splay named by
             # its noun wins over an operation word several attributes share
-            d = op[1] if op and op[0] != "?" else L.polarity(cl)
+            if op and op[0] != "?" and op[2] not in position.QUALIFIER:
+                d = op[1]
+            else:  # "flare out more toward its lower edge": "lower" names the place, not the direction
+                d = L.polarity(" ".join(w for w in cl.split() if w not in position.QUALIFIER)) or L.polarity(cl)
             comp, op = self.attrs[noun]["component"], (noun, d, "")
         if op and op[0] == "?" and comp is None:  # ambiguous operation word: find the component by similarity
             e = self._embed_component(cl)
@@ -529,7 +599,11 @@ class InterfaceMapper:
             if self._presence(cl, comp, out):
                 return
         if q is not None:
-            pid = op[0] if op else self._named_attribute(cl, comp)
+            pid = self._amount_dimension(cl, comp) or (op[0] if op else self._named_attribute(cl, comp))
+            rev = [pid_ for w, opts in REVERSED.items() if _word_in(w, cl) for pid_, a in self.attrs.items()
+                   if a["component"] == comp and a["attribute"] in opts]
+            if rev and (pid is None or self.attrs[pid]["attribute"] not in REVERSED.get("upright", ())):
+                pid = rev[0]  # "legs 2° more upright": their splay, whatever else "legs" names
             if pid is None and (byw := self._attribute_by_words(cl, comp)):
                 pid = byw[0]  # "legs: 10% slimmer": their thickness
             if pid is None and q.unit and q.unit != "cm" and not q.ratio:
@@ -545,7 +619,11 @@ class InterfaceMapper:
                 out.warnings.append(f"“{cl}”: which attribute of the {comp} should be {q.raw_value:g}?")
                 return
             a = self.attrs[pid]
-            o = self._quantity_op(pid, a["unit"], q, self._direction(cl, op) if op else L.polarity(cl), cl, out)
+            d = self._direction(cl, op) if op and op[0] == pid else L.polarity(cl)
+            for w, opts in REVERSED.items():  # "backrest 3° more upright": 3° less tilt
+                if _word_in(w, cl) and a["attribute"] in opts:
+                    d = "+" if re.search(r"\b(less|not as)\b", cl) else "-"
+            o = self._quantity_op(pid, a["unit"], q, d, cl, out)
             if o is not None:
                 if isinstance(o, Adjust) and a["unit"] == "count":
                     o.unit = None
@@ -555,7 +633,8 @@ class InterfaceMapper:
         mag = L.magnitude(cl)[0]
         if op is None:
             byw = self._attribute_by_words(cl, comp)
-            e = byw or self._embed_operation(cl, comp)
+            named = self._own_name(cl, comp) if L.polarity(cl) else None  # "legs splayed a bit less": the splay
+            e = byw or ((named, L.polarity(cl)) if named else None) or self._embed_operation(cl, comp)
             if e is None:
                 pol = L.polarity(cl)
                 pid = self._named_attribute(cl, comp)
@@ -633,7 +712,9 @@ class InterfaceMapper:
         spec's cluster may hold a noun: "base plate 12 mm thicker") and a comparative adjective of the clause does."""
         if op[2] and (L.polarity(op[2]) is not None or op[2] in COMPARATIVE_OF):
             return op[1]
-        cmp = [w for w in re.findall(r"[a-z]+", cl) if w in COMPARATIVE_OF and L.polarity(w)]
+        # a comparative that names a place ("its lower edge", "the upper half") gives no direction
+        place = re.sub(r"\b(?:lower|upper)\s+(?:edge|rim|part|half|end|opening|section|side|lip)s?\b", " ", cl)
+        cmp = [w for w in re.findall(r"[a-z]+", place) if w in COMPARATIVE_OF and L.polarity(w)]
         return L.polarity(cmp[0]) if len({L.polarity(w) for w in cmp}) == 1 else op[1]
 
     def _states(self, cl: str) -> bool:

@@ -55,11 +55,13 @@ HEDGE = r"(?:about|around|roughly|approximately|nearly|almost|exactly|just|only|
 TARGET_BEFORE = re.compile(r"(?:\b(?:to|at|of|as|be|is|are|measures?|measuring)|[:=])\s*(?:an?\s+)?(?:" + HEDGE + r"\s*)?$")
 TARGET_AFTER = re.compile(r"\s*(?:tall|high|long|wide|thick|deep|across|in (?:diameter|radius|height|width|depth)|"
                           r"in total|overall)\b")
-CHANGE_BEFORE = re.compile(r"\b(?:by|an? extra|another|an additional|additional)\s*(?:" + HEDGE + r"\s*)?$")
+CHANGE_BEFORE = re.compile(r"\b(?:by|an? extra|another|an additional|additional|(?:an?\s+)?further)\s*(?:" + HEDGE
+                           + r"\s*)?$")
 CHANGE_AFTER = re.compile(r"\s*(?:\w+\s+)?(?:" + COMPARATIVE + r"|extra)\b")
 # "take 5 mm off the seat", "trim 3 cm off the depth": an amount taken off is a decrease — but "20 cm off the
 # ground / floor" is where something sits (a target).
-OFF = re.compile(r"\s*off\b(?!\s+(?:of\s+)?(?:the\s+)?(?:ground|floor|table|desk|deck)\b)")
+# "take 3 cm out of the body's height": an amount taken out of a measure is a decrease too.
+OFF = re.compile(r"\s*(?:off\b(?!\s+(?:of\s+)?(?:the\s+)?(?:ground|floor|table|desk|deck)\b)|out of\b)")
 CHANGE_VERB = re.compile(r"\b(?:add|adding|raise|raising|lower|lowering|lift|drop|move|stretch|extend|lengthen|"
                          r"shorten|increase|decrease|reduce|grow|shrink|deepen|widen|narrow|thicken|bump|"
                          r"up|down)\b")
@@ -102,6 +104,8 @@ def spell_out(clause: str) -> str:
                lambda m: _num(WORD_NUMBERS[m.group(1)] + (0.5 if "half" in m.group(0) else 0)) + " ", t)
     t = re.sub(r"\ban? (?=" + unit + ")", "1 ", t)
     t = re.sub(r"\b(minus|negative|plus)\s+(?=\d)", lambda m: SIGN_WORDS[m.group(1)], t)
+    # "give it 3 more degrees", "2 extra cm": the amount's word between the number and its unit goes after both
+    t = re.sub(r"(?<![\w.])(\d+(?:\.\d+)?)\s+(more|extra|less|fewer)\s+(" + _UNIT_ALT + r")(?![\w])", r"\1 \3 \2", t)
     return t
 
 

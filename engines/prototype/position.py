@@ -1,0 +1,65 @@
+"""Where on the product: positions along a part, the top of a part, and moves of a part outward or inward.
+
+Designers point at places instead of naming parameters: "the top of the backrest has to stay where it is" (the
+chair's overall height: its description is "floor to the top of the backrest"), "flare out toward its lower edge"
+(the bottom radius), "bring the handle out a lot" / "pull the handle in by 4 mm" (how far it sticks out). These
+rules read such places against the interface's own attribute names and descriptions; nothing here knows a
+product.
+"""
+from __future__ import annotations
+
+import re
+
+# Position words and the attribute qualifier they name ("lower edge" → bottom_radius, "upper opening" → top_radius).
+QUALIFIER = {"lower": "bottom", "upper": "top", "bottom": "bottom", "top": "top", "base": "bottom", "foot": "bottom",
+             "rim": "top", "mouth": "top"}
+
+# "the top of the backrest", "the top of its cap": a place that an overall dimension's description names.
+TOP_OF = re.compile(r"\b(?:the )?(top|rim|tip) of (?:the |its |their )?([a-z]+)\b")
+
+# A part moved outward or inward by a verb of placing: "bring the handle out a lot", "pull the handle in by 4 mm",
+# "push the handle further out", "move it outwards". For a part that has a reach, that is its reach.
+MOVE_OUT = re.compile(r"\b(?:bring|pull|push|move|set|draw|take|shift)\b(?:[^,;]*?)\b(out(?:wards?)?|in(?:wards?)?)\b"
+                      r"(?!\s+(?:of|to|on)\b)")
+
+
+PLACE_NOUNS = {"rim", "edge", "edges", "opening", "lip", "end", "part", "half", "section"}
+
+
+def qualifiers(words: list[str]) -> set[str]:
+    """The attribute qualifiers ("top", "bottom") that a clause's position words name ("the lower rim" is the bottom
+    only: "lower" / "upper" qualify the place noun after them)."""
+    out, skip = set(), False
+    for i, w in enumerate(words):
+        if skip:
+            skip = False
+            continue
+        if w in ("lower", "upper") and i + 1 < len(words) and words[i + 1] in PLACE_NOUNS:
+            out.add(QUALIFIER[w])
+            skip = True
+        elif w in QUALIFIER:
+            out.add(QUALIFIER[w])
+    return out
+
+
+def top_of(clause: str, descriptions: dict[str, str], synonyms: dict[str, str]) -> str | None:
+    """The overall dimension whose description ends at the place the clause names ("the top of the backrest" →
+    overall.height, described "floor to the top of the backrest"), or None. ``descriptions``: dimension id →
+    description; ``synonyms``: a word naming a component → that component."""
+    m = TOP_OF.search(clause)
+    if m is None:
+        return None
+    word = m.group(2)
+    comp = synonyms.get(word) or synonyms.get(word.rstrip("s"))
+    for dim, desc in descriptions.items():
+        if re.search(rf"\btop of the {re.escape(comp or word)}\b|\b{re.escape(comp or word)} top\b", desc):
+            return dim
+    return None
+
+
+def move_out(clause: str) -> str | None:
+    """'+' for a part moved outward, '-' inward, None when the clause moves nothing out or in."""
+    m = MOVE_OUT.search(clause)
+    if m is None:
+        return None
+    return "+" if m.group(1).startswith("out") else "-"
