@@ -42,13 +42,38 @@ def evaluate_fedag(s: Setup, server: ServerModel) -> dict[str, float]:
     return out
 
 
+class InProcess:
+    """The in-process transport: the clients are objects in this process (``Setup.clients``); every upload passes
+    ``Channel.upload`` (the privacy boundary). ``flower.FlowerTransport`` does the same through Flower messages."""
+
+    def __init__(self, s: Setup, cancelled: Callable[[], bool] = lambda: False):
+        self.s, self.cancelled = s, cancelled
+        self.channel = Channel()
+        self.log = self.channel.log
+        _reset_clients(s, s.params.seed)
+
+    def fit(self) -> list:
+        """Local training, prototypes and quality of each client's domain's synthetic samples; one upload each."""
+        p, s = self.s.params, self.s
+        return [self.channel.upload(c, c.fit(p.local_epochs, p.lr_local, p.batch_size, s.synthetic[c.domain].x,
+                                             s.synthetic[c.domain].y, cancelled=self.cancelled)) for c in s.clients]
+
+    def merge(self, distilled: dict[int, dict[str, np.ndarray]], momentum: float) -> None:
+        """Send each client its distilled weights; it applies the momentum merge."""
+        by_id = {c.cid: c for c in self.s.clients}
+        for cid, w in distilled.items():
+            by_id[cid].merge(w, momentum)
+
+
 def run_fedag(s: Setup, lam: float | None = None, quality: bool | None = None, momentum: float | None = None,
-              progress: Progress = _noop, cancelled: Callable[[], bool] = lambda: False) -> dict:
+              progress: Progress = _noop, cancelled: Callable[[], bool] = lambda: False, transport=None) -> dict:
+    """The server's side of FedAG; ``transport`` reaches the clients (default: ``InProcess``; Flower:
+    ``flower.FlowerTransport``, from a ``ServerApp``). Only ``ClientUpdate``s come back from it."""
     p = s.params
     lam = p.lam if lam is None else lam
     quality = p.quality if quality is None else quality
     momentum = p.momentum if momentum is None else momentum
-    _reset_clients(s, p.seed)
+    transport = transport if transport is not None else InProcess(s, cancelled)
     torch.manual_seed(p.seed)
     gen = torch.Generator().manual_seed(p.seed)
     D = len(s.in_domains)
@@ -56,13 +81,11 @@ def run_fedag(s: Setup, lam: float | None = None, quality: bool | None = None, m
     ys = [torch.as_tensor(syn.y) for syn in s.synthetic]
     for i in range(D):  # step 0: adapters on their domain's synthetic data
         alg.init_adapter(server, i, s.syn_z[i], ys[i], p.init_epochs, p.lr, p.batch_size, gen)
-    channel = Channel()
     history = [{"round": 0, **evaluate_fedag(s, server)}]
     progress(0.0, f"adapters initialised: OOD {history[0]['ood']:.1%}", history[0])
     q_dom: list[np.ndarray] = []
     for r in range(1, p.rounds + 1):
-        updates = [channel.upload(c, c.fit(p.local_epochs, p.lr_local, p.batch_size, s.synthetic[c.domain].x,
-                                           s.synthetic[c.domain].y, cancelled=cancelled)) for c in s.clients]
+        updates = sorted(transport.fit(), key=lambda u: u.client_id)
         if cancelled():
             break
         q_dom = [np.mean([u.quality for u in updates if u.domain == i], axis=0) for i in range(D)]
@@ -79,18 +102,15 @@ def run_fedag(s: Setup, lam: float | None = None, quality: bool | None = None, m
             students.append(ms)
         logs = alg.server_mutual_learning(server, [[m for _, m in ms] for ms in students], syn, lam, p.kd_alpha,
                                           p.lr, p.batch_size, p.interact_epochs, gen, cancelled)
-        by_id = {c.cid: c for c in s.clients}
-        for ms in students:
-            for u, m in ms:
-                by_id[u.client_id].merge(state_numpy(m), momentum)
+        transport.merge({u.client_id: state_numpy(m) for ms in students for u, m in ms}, momentum)
         h = {"round": r, **evaluate_fedag(s, server), **{f"loss_{k}": v for k, v in logs.items()}}
         h["q_auroc"] = auroc(np.concatenate([q[~syn_.corrupted] for q, syn_ in zip(q_dom, s.synthetic)]),
-                                 np.concatenate([q[syn_.corrupted] for q, syn_ in zip(q_dom, s.synthetic)]))
+                             np.concatenate([q[syn_.corrupted] for q, syn_ in zip(q_dom, s.synthetic)]))
         history.append(h)
         progress(r / p.rounds, f"round {r}/{p.rounds}: in-domain {h['in']:.1%}, out-of-domain {h['ood']:.1%}", h)
         if cancelled():
             break
-    return {"history": history, "server": server, "quality": q_dom, "channel": channel.log}
+    return {"history": history, "server": server, "quality": q_dom, "channel": transport.log}
 
 
 def run_fedclip(s: Setup, progress: Progress = _noop, cancelled: Callable[[], bool] = lambda: False) -> dict:

@@ -5,9 +5,9 @@ quality score per server-side synthetic sample, and scalar metrics. ``Channel.up
 against the uploading client's own images (shape and content fingerprints) and raises ``PrivacyViolation``
 before the server sees it. The server sends synthetic images, weights and round settings the other way.
 
-Flower (``flwr``) is not used: installing it downgrades FastAPI 0.165 → 0.138 and Starlette, below what
-Gradio 6 needs (see docs/methods/fedag.md). The algorithm lives in ``algorithm.py`` as pure functions, so a
-Flower ``ServerApp``/``ClientApp`` pair would only replace this driver's message passing.
+The same rounds also run on Flower (``flower.py``: a ``ServerApp`` whose main loop is ``drivers.run_fedag`` with a
+``FlowerTransport``, and a ``ClientApp`` wrapping this module's ``Client``); the algorithm lives in
+``algorithm.py`` as pure functions.
 """
 from __future__ import annotations
 
@@ -187,6 +187,17 @@ class Setup:
     scale: "object" = None  # the PaperScale the setup was built with (None: the tiny defaults)
 
 
+def silos(p: FederationParams, data: dict[str, DomainData]) -> list[tuple[int, int, np.ndarray, np.ndarray]]:
+    """(client id, in-domain index, images, labels) of every client: each in-domain's training images split into
+    ``clients_per_domain`` silos. A Flower client rebuilds its own silo with this from the run's parameters."""
+    out = []
+    for di, d in enumerate(p.in_domains):
+        dd = data[d]
+        for part in np.array_split(np.arange(len(dd.train_y)), p.clients_per_domain):
+            out.append((len(out), di, dd.train_x[part], dd.train_y[part]))
+    return out
+
+
 def build_setup(p: FederationParams, clip=None, data: dict[str, DomainData] | None = None, progress=None,
                 scale=None, pipe=None, cancelled: Callable[[], bool] = lambda: False) -> Setup:
     """Silos (disjoint digits per domain, ``clients_per_domain`` clients each), server synthetic data, features.
@@ -211,12 +222,7 @@ def build_setup(p: FederationParams, clip=None, data: dict[str, DomainData] | No
 
     data = data or real_domains(list(p.domains), p.images_per_domain, p.split_seed)
     ins = p.in_domains
-    clients, cid = [], 0
-    for di, d in enumerate(ins):
-        dd = data[d]
-        for part in np.array_split(np.arange(len(dd.train_y)), p.clients_per_domain):
-            clients.append(Client(cid, di, dd.train_x[part], dd.train_y[part], p.seed, make_client))
-            cid += 1
+    clients = [Client(cid, di, x, y, p.seed, make_client) for cid, di, x, y in silos(p, data)]
     syn = synthetic_sets(p, pipe, scale, int(data[ins[0]].train_x.shape[1]), cancelled)
     evals = {s: {d: {"x": getattr(data[d], f"{s}_x"), "y": torch.as_tensor(getattr(data[d], f"{s}_y"))}
                  for d in p.domains} for s in ("val", "test")}
