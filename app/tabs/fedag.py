@@ -64,13 +64,14 @@ def preview(domains, held_out="blur", corruption=0.2, seed=0):
     from pydantic import ValidationError
 
     from engines.fedag.domains import real_domains, synthetic_sets
-    from engines.fedag.params import GENERATOR_LABELS, SD_DIR_SETTING, FederationParams
+    from engines.fedag.params import GENERATOR_LABELS, SD_DIR_SETTING, FederationParams, default_images_per_domain
 
     domains = list(domains or [])
     if not domains:
         raise gr.Error("Choose at least one domain.", title="Empty silos")
     try:
-        p = FederationParams(domains=domains, held_out=held_out, corruption=float(corruption), seed=int(seed))
+        p = FederationParams(domains=domains, held_out=held_out, corruption=float(corruption), seed=int(seed),
+                             images_per_domain=default_images_per_domain(len(domains)))
     except ValidationError as e:
         raise gr.Error("; ".join(err["msg"].removeprefix("Value error, ") for err in e.errors()),
                        title="Invalid settings") from None
@@ -103,7 +104,10 @@ def run_federation(domains, held_out, clients, rounds, lam, momentum, kd_alpha, 
                    seed, progress=gr.Progress()):
     from engines.common.figures import subplots
 
+    from engines.fedag.params import default_images_per_domain
+
     params = dict(domains=list(domains or []), held_out=held_out, clients_per_domain=int(clients),
+                  images_per_domain=default_images_per_domain(len(domains or [])),
                   rounds=int(rounds), lam=float(lam), momentum=float(momentum), kd_alpha=float(kd_alpha),
                   quality=bool(quality), corruption=float(corruption), baselines=list(baselines or []),
                   seed=int(seed))

@@ -26,6 +26,20 @@ METHOD_LABELS = {"fedag": "FedAG", "fedclip": "FedCLIP (one FedAvg adapter)", "f
                  "zeroshot": "zero-shot CLIP"}
 
 
+N_DIGITS = 1797  # scikit-learn digits: the silos' images and the synthetic generator's public pool
+POOL_MIN = 100  # digits the pool generator keeps out of every silo
+
+
+def max_images_per_domain(n_domains: int) -> int:
+    """The most real images per domain that leave the pool generator ``POOL_MIN`` digits no silo holds."""
+    return (N_DIGITS - POOL_MIN) // max(n_domains, 1)
+
+
+def default_images_per_domain(n_domains: int) -> int:
+    """The tab's silo size: the benchmark's 350, fewer when five domains would leave the pool too small."""
+    return min(350, max_images_per_domain(n_domains))
+
+
 class FederationParams(Params):
     """One leave-one-domain-out federation: clients per in-domain, one held-out domain, FedAG and baselines."""
 
@@ -78,10 +92,10 @@ class FederationParams(Params):
         if len(self.domains) < 3:
             raise ValueError(f"domains: {len(self.domains)} domain(s) chosen; FedAG needs at least two in-domains "
                              "(one adapter each, attention over them) plus the held-out domain")
-        if self.generator == "pool" and len(self.domains) * self.images_per_domain > 1797 - 100:
+        if self.generator == "pool" and self.images_per_domain > max_images_per_domain(len(self.domains)):
             raise ValueError(f"images_per_domain: {self.images_per_domain} × {len(self.domains)} domains leaves fewer "
-                             "than 100 of the 1,797 digits for the synthetic generator's public pool; choose at most "
-                             f"{(1797 - 100) // len(self.domains)} or the glyph generator")
+                             f"than {POOL_MIN} of the {N_DIGITS:,} digits for the synthetic generator's public pool; "
+                             f"choose at most {max_images_per_domain(len(self.domains))} or the glyph generator")
         return self
 
     @property

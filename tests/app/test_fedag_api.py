@@ -70,6 +70,9 @@ def test_preview_shows_the_silos_and_synthetic_samples_training_uses(monkeypatch
             assert np.array_equal(img, big(s.synthetic[i].x[j])) and f"'{s.synthetic[i].y[j]}'" in cap
             assert cap.endswith("(corrupted)") == bool(s.synthetic[i].corrupted[j])
     assert all(np.array_equal(h, big(s.eval_sets["test"]["rotate"]["x"][j])) for j, h in enumerate(held))
+    five = ["tint", "rotate", "noise", "blur", "invert"]  # the pool needs smaller silos; the tab picks 339 (was: an
+    items, msg = preview(five, "invert", 0.2, 0)  # error naming images_per_domain, a setting the tab does not have)
+    assert len(items) == 4 * 6 + 3 and msg.startswith("5 domain(s)")
     monkeypatch.setenv(SD_DIR_SETTING, "/models/sd-2-1-base")  # paper scale: no pool digits pretending to be SD's
     items, msg = preview(list(p.domains), p.held_out, p.corruption, p.seed)
     assert not [c for _, c in items if "synthetic" in c] and "Stable Diffusion" in msg
