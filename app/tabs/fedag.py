@@ -36,15 +36,28 @@ DETAILS = (
 )
 
 
+def sizes(n_domains: int) -> dict:
+    """Silo size and adapter initialisation of the tab's federations (preview, run and worked example): the
+    benchmark's 350 real images per domain (fewer with five domains, ``default_images_per_domain``) and the code's
+    20 initialisation epochs; the test profile's 100 images and 3 epochs (its micro CLIP shows nothing more with
+    the full sizes, and the suite waits for every run)."""
+    from engines.common.settings import get_settings
+    from engines.fedag.params import default_images_per_domain
+
+    n = default_images_per_domain(n_domains)
+    return dict(images_per_domain=min(n, 100), init_epochs=3) if get_settings().profile == "test" else \
+        dict(images_per_domain=n)
+
+
 def example() -> dict:
     """The worked example: the tab's defaults (4 domains, blur held out, 10 rounds, λ 0.1, m 0.9, all baselines);
-    the test profile runs 2 rounds (its micro CLIP shows nothing more with 10, and the suite waits for it)."""
+    the test profile runs 2 rounds on smaller silos (``sizes``)."""
     from engines.common.settings import get_settings
 
     rounds = 2 if get_settings().profile == "test" else 10
     return dict(domains=list(BENCHMARK_DOMAINS), held_out="blur", clients_per_domain=1, rounds=rounds, lam=0.1,
                 momentum=0.9, kd_alpha=0.5, quality=True, corruption=0.2, baselines=["fedclip", "fedavg", "zeroshot"],
-                seed=0)
+                seed=0, **sizes(len(BENCHMARK_DOMAINS)))
 
 
 def _path(ref: str) -> str:
@@ -64,14 +77,14 @@ def preview(domains, held_out="blur", corruption=0.2, seed=0):
     from pydantic import ValidationError
 
     from engines.fedag.domains import real_domains, synthetic_sets
-    from engines.fedag.params import GENERATOR_LABELS, SD_DIR_SETTING, FederationParams, default_images_per_domain
+    from engines.fedag.params import GENERATOR_LABELS, SD_DIR_SETTING, FederationParams
 
     domains = list(domains or [])
     if not domains:
         raise gr.Error("Choose at least one domain.", title="Empty silos")
     try:
         p = FederationParams(domains=domains, held_out=held_out, corruption=float(corruption), seed=int(seed),
-                             images_per_domain=default_images_per_domain(len(domains)))
+                             **sizes(len(domains)))
     except ValidationError as e:
         raise gr.Error("; ".join(err["msg"].removeprefix("Value error, ") for err in e.errors()),
                        title="Invalid settings") from None
@@ -104,10 +117,8 @@ def run_federation(domains, held_out, clients, rounds, lam, momentum, kd_alpha, 
                    seed, progress=gr.Progress()):
     from engines.common.figures import subplots
 
-    from engines.fedag.params import default_images_per_domain
-
     params = dict(domains=list(domains or []), held_out=held_out, clients_per_domain=int(clients),
-                  images_per_domain=default_images_per_domain(len(domains or [])),
+                  **sizes(len(domains or [])),
                   rounds=int(rounds), lam=float(lam), momentum=float(momentum), kd_alpha=float(kd_alpha),
                   quality=bool(quality), corruption=float(corruption), baselines=list(baselines or []),
                   seed=int(seed))

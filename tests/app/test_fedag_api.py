@@ -50,12 +50,12 @@ def test_preview_shows_the_silos_and_synthetic_samples_training_uses(monkeypatch
     the sets ``build_setup`` trains on, for the chosen corruption share and seed (not a fixed 40-digit split)."""
     import numpy as np
 
-    from app.tabs.fedag import preview
+    from app.tabs.fedag import preview, sizes
     from engines.fedag.federation import build_setup
     from engines.fedag.params import SD_DIR_SETTING, FederationParams
 
     monkeypatch.delenv(SD_DIR_SETTING, raising=False)
-    p = FederationParams(held_out="rotate", corruption=0.5, seed=7)
+    p = FederationParams(held_out="rotate", corruption=0.5, seed=7, **sizes(4))  # the tab's silo size
     items, msg = preview(list(p.domains), p.held_out, p.corruption, p.seed)
     s = build_setup(p)
     big = lambda x: (np.kron(x, np.ones((4, 4, 1))) * 255).round().astype(np.uint8)  # noqa: E731
@@ -70,9 +70,22 @@ def test_preview_shows_the_silos_and_synthetic_samples_training_uses(monkeypatch
             assert np.array_equal(img, big(s.synthetic[i].x[j])) and f"'{s.synthetic[i].y[j]}'" in cap
             assert cap.endswith("(corrupted)") == bool(s.synthetic[i].corrupted[j])
     assert all(np.array_equal(h, big(s.eval_sets["test"]["rotate"]["x"][j])) for j, h in enumerate(held))
-    five = ["tint", "rotate", "noise", "blur", "invert"]  # the pool needs smaller silos; the tab picks 339 (was: an
-    items, msg = preview(five, "invert", 0.2, 0)  # error naming images_per_domain, a setting the tab does not have)
+    five = ["tint", "rotate", "noise", "blur", "invert"]  # the pool needs smaller silos; the tab picks 339 outside
+    items, msg = preview(five, "invert", 0.2, 0)  # the test profile (was: an error naming images_per_domain)
     assert len(items) == 4 * 6 + 3 and msg.startswith("5 domain(s)")
     monkeypatch.setenv(SD_DIR_SETTING, "/models/sd-2-1-base")  # paper scale: no pool digits pretending to be SD's
     items, msg = preview(list(p.domains), p.held_out, p.corruption, p.seed)
     assert not [c for _, c in items if "synthetic" in c] and "Stable Diffusion" in msg
+
+
+def test_tab_sizes_follow_the_profile(monkeypatch):
+    """Outside the test profile the tab's silos are the benchmark's 350 images (339 with five domains, leaving the
+    pool generator its digits) with the code's initialisation epochs; the test profile's are smaller."""
+    from types import SimpleNamespace
+
+    import engines.common.settings as settings
+    from app.tabs.fedag import sizes
+
+    assert sizes(4) == {"images_per_domain": 100, "init_epochs": 3}
+    monkeypatch.setattr(settings, "get_settings", lambda: SimpleNamespace(profile="default"))
+    assert sizes(4) == {"images_per_domain": 350} and sizes(5) == {"images_per_domain": 339}
