@@ -2,8 +2,8 @@
 
 Designers often say what bothers them instead of what to do: "the shade is too wide at the bottom" (narrower),
 "the legs are splayed too much" (less splay), "the handle isn't thick enough" (thicker), "the backrest
-shouldn't be so tall" (shorter), "the handle sticks out 5 mm too far" (5 mm less reach), "the neck is 2 cm too
-long" (2 cm shorter). ``rewrite`` turns such a clause into the edit it asks for, keeping its hedge and its
+shouldn't be so tall" (shorter), "the handle sticks out 5 mm too far" (5 mm less reach), "the stem is 3 cm too
+long" (3 cm shorter). ``rewrite`` turns such a clause into the edit it asks for, keeping its hedge and its
 amount ("a bit too tall" → "a bit shorter"); the rest of the parser then reads it like any other edit. A state
 without "too" / "enough" ("the seat sits a bit high") stays a statement (context only), and so does a complaint
 that another clause of the same instruction answers with its own edit ("the seat is way too low, raise it a
@@ -31,17 +31,37 @@ MORE = {"tall": "taller", "high": "higher", "low": "lower", "short": "shorter", 
         "large": "larger", "small": "smaller", "far": "further", "close": "closer", "upright": "more upright",
         "reclined": "more reclined", "splayed": "more splayed", "curved": "more curved", "flared": "more flared",
         "tapered": "more tapered", "roomy": "roomier", "sturdy": "sturdier", "stable": "more stable",
-        "steady": "steadier", "open": "more open", "flat": "flatter"}
+        "steady": "steadier", "open": "more open", "flat": "flatter", "bulky": "bulkier", "chubby": "chubbier",
+        "stubby": "stubbier", "stumpy": "stumpier"}
 
+# comparative → its adjective ("higher" → "high"), to undo "4 cm longer than we wanted"
+BASE = {c: a for a, c in MORE.items() if " " not in c}
+# adjectives that are themselves a fault: "the legs look rather flimsy" asks for thicker legs
+FAULTS = {"spindly": "thicker", "flimsy": "thicker", "scrawny": "thicker", "weedy": "thicker", "stumpy": "taller",
+          "stubby": "longer", "squat": "taller", "lanky": "shorter", "gangly": "shorter", "bulky": "slimmer",
+          "clunky": "slimmer", "hulking": "smaller", "oversized": "smaller", "undersized": "bigger", "puny": "bigger",
+          "skimpy": "bigger", "cramped": "roomier", "poky": "bigger", "stocky": "slimmer"}
 _ADJ = r"(?P<adj>[a-z]+)"
-# the verb of the statement goes with the complaint ("the legs are too chunky" → "the legs thinner")
+# the verb of the statement goes with the complaint ("the legs are too bulky" → "the legs slimmer")
 _BE = (r"(?:'s|\s+(?:is|are|was|were|looks?|feels?|seems?|sits?|stands?|gets?|comes? out|ends? up|reads?)"
        r"(?:\s+(?:just|still|now|rather|kind of|a little bit))?)?")
 _HEDGE = r"(?P<hedge>(?:a (?:little |tiny |wee )?bit|a little|a touch|a tad|slightly|somewhat|way|much|far|a lot|" \
          r"rather|really|very|just|quite|a good deal|way way)\s+)?"
 _AMOUNT = r"(?P<amount>[-+]?\d+(?:\.\d+)?\s*[a-z°\"%]*\s+)?"
 TOO = re.compile(_BE + r"\s*" + _HEDGE + _AMOUNT + r"too " + _ADJ + r"\b(?! to\b)")
-TOO_MUCH = re.compile(_BE + r"\s*(?P<verb>[a-z]+) " + _HEDGE + r"too much\b")
+TOO_MUCH = re.compile(_BE + r"\s*(?P<verb>[a-z]+(?: (?:out|up|down|in|over|back|forward))?) " + _HEDGE + r"too much\b")
+# "the bench takes up too much space": the footprint is too big
+TAKES_UP = re.compile(r"\b(?:takes?|taking) up " + _HEDGE + r"too much (?:floor(?: space)?|space|room|desk|table)\b")
+# "4 cm longer than we wanted", "a bit wider than we'd like": the amount the other way
+THAN_WANTED = re.compile(_BE + r"\s*" + _HEDGE + _AMOUNT + r"(?P<cmp>[a-z]+er) than (?:i|we|you|they)(?:'d| would)? "
+                         r"(?:want|wanted|like|need|needed|expected|hoped|planned|asked for)\b(?: (?:it|them))?")
+# "on the narrow side": too narrow
+ON_THE_SIDE = re.compile(_BE + r"\s*" + _HEDGE + r"on the " + _ADJ + r" side\b")
+# "the neck feels a bit short for the body": too short for it
+FOR_THE = re.compile(r"(?:'s|\s+(?:is|are|looks?|feels?|seems?|sits?|stands?))\s+" + _HEDGE + _ADJ
+                     + r" for (?:the|its|a|an|this|that|my|our|your) [a-z]+\b")
+FAULT = re.compile(r"(?:'s|\s+(?:is|are|looks?|feels?|seems?))\s+" + _HEDGE + r"(?:kind of |sort of )?(?P<adj>"
+                   + "|".join(FAULTS) + r")\b")
 NOT_ENOUGH = re.compile(r"(?:'s not|\s+(?:isn't|aren't|is not|are not|(?:does|do)(?:n't| not) (?:look|feel|seem|sit|"
                         r"stand|stick out|reach)|not))\s+(?:quite\s+)?" + _ADJ + r" enough\b")
 NOT_SO = re.compile(r"\s*(?:(?:shouldn't|should not|mustn't|must not|needn't|need not|(?:does|do)(?:n't| not) "
@@ -66,7 +86,20 @@ def rewrite(clause: str) -> str:
     def not_so(m):
         return " " + OPPOSITE[m.group("adj")] if m.group("adj") in OPPOSITE else m.group(0)
 
-    out = TOO.sub(too, clause)
+    def than_wanted(m):
+        adj = BASE.get(m.group("cmp"))
+        if adj not in OPPOSITE:
+            return m.group(0)
+        return " " + (m.group("hedge") or "") + (m.group("amount") or "") + OPPOSITE[adj]
+
+    out = TAKES_UP.sub(lambda m: " a smaller footprint", clause)
+    out = THAN_WANTED.sub(than_wanted, out)
+    out = ON_THE_SIDE.sub(lambda m: " " + (m.group("hedge") or "") + OPPOSITE[m.group("adj")]
+                          if m.group("adj") in OPPOSITE else m.group(0), out)
+    out = FOR_THE.sub(lambda m: " " + (m.group("hedge") or "") + OPPOSITE[m.group("adj")]
+                      if m.group("adj") in OPPOSITE else m.group(0), out)
+    out = FAULT.sub(lambda m: " " + (m.group("hedge") or "") + FAULTS[m.group("adj")], out)
+    out = TOO.sub(too, out)
     out = TOO_MUCH.sub(too_much, out)
     out = NOT_ENOUGH.sub(not_enough, out)
     out = NOT_SO.sub(not_so, out)

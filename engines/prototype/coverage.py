@@ -21,7 +21,8 @@ import re
 # counts only when the product's own interface does not list it). Feature name → words.
 UNSUPPORTED: dict[str, tuple[str, ...]] = {
     "colour setting": ("colour", "color", "colours", "colors", "paint", "painted", "red", "blue", "green", "yellow",
-                       "black", "white", "pink", "purple", "grey", "gray", "brown", "beige", "orange", "golden"),
+                       "black", "white", "pink", "purple", "grey", "gray", "brown", "beige", "orange", "golden", "gold",
+                       "silver", "copper", "bronze"),
     "material setting": ("material", "materials", "wood", "wooden", "oak", "walnut", "metal", "metallic", "steel",
                          "aluminium", "aluminum", "brass", "chrome", "glass", "plastic", "ceramic", "porcelain",
                          "leather", "fabric", "velvet", "marble", "concrete", "bamboo", "rattan", "cork", "stone",
@@ -40,7 +41,8 @@ UNSUPPORTED: dict[str, tuple[str, ...]] = {
                                                    "rocker", "dimmable", "dimmer", "stackable", "swing", "swings",
                                                    "swinging", "swivels", "pivot", "pivots", "pivoting",
                                                    "aimed", "aimable", "articulated", "telescopic", "retractable",
-                                                   "collapsible", "rotates", "spins", "tilting", "tilts"),
+                                                   "collapsible", "rotates", "spins", "tilting", "tilts", "tilt",
+                                                   "adjusts", "gas lift", "mechanism", "hydraulic"),
     "thermal insulation (the model is geometry only)": ("insulated", "insulation", "insulating", "thermal",
                                                          "vacuum-insulated", "keeps drinks hot", "keeps it hot"),
     "brightness setting (the model is geometry only)": ("bright", "brighter", "brightness", "dimmer light"),
@@ -48,7 +50,7 @@ UNSUPPORTED: dict[str, tuple[str, ...]] = {
     "lid": ("lid", "lids"), "cushion": ("cushion", "cushions", "upholstery", "padding", "padded", "upholstered"),
     "headrest": ("headrest", "head rest"), "spout": ("spout",), "saucer": ("saucer",), "straw": ("straw",),
     "switch": ("switch",), "cord": ("cord", "cable", "plug"), "bulb": ("bulb", "light bulb"),
-    "drawer": ("drawer", "drawers"), "handle": ("handle", "handles"), "armrests": ("armrest", "armrests"),
+    "drawer": ("drawer", "drawers"), "clip or mount": ("clip", "clamp", "bracket", "mount", "mounting"), "handle": ("handle", "handles"), "armrests": ("armrest", "armrests"),
     "backrest": ("backrest", "back rest"), "label": ("label", "sticker"),
     "feet pads": ("pad", "pads", "glides", "felt pad", "felt pads", "felt"),
     "holes or cut-outs": ("hole", "holes", "perforated", "perforations", "vent", "vents", "ventilation", "ventilated"),

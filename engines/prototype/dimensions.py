@@ -23,10 +23,12 @@ DIAMETER = re.compile(r"\b(?:diameter|across)\b")
 # A comparative adjective names the dimension it compares ("legs 10% slimmer": their thickness; "a fatter
 # body": its radius), in the order a part's own attributes are tried. Used when no operation word of the
 # interface said which attribute.
-COMPARATIVE_OF = {w: ("height", "size") for w in ("taller", "shorter", "higher", "lower", "squatter")}  # a handle's size is its height
+COMPARATIVE_OF = {w: ("height", "size") for w in ("taller", "shorter", "higher", "lower", "squatter", "stubbier",
+                                                   "stumpier")}  # a handle's size is its height
 COMPARATIVE_OF.update({w: ("width", "radius", "thickness") for w in (
     "wider", "narrower", "broader", "slimmer", "skinnier", "fatter")})
-COMPARATIVE_OF.update({w: ("thickness", "wall") for w in ("thicker", "thinner", "chunkier", "beefier", "plumper")})
+COMPARATIVE_OF.update({w: ("thickness", "wall") for w in ("thicker", "thinner", "chunkier", "beefier", "plumper",
+                                                          "bulkier", "chubbier")})
 COMPARATIVE_OF.update({"flatter": ("curvature",), "curvier": ("curvature",)})  # a flatter backrest: less curve
 COMPARATIVE_OF.update({"deeper": ("depth",), "shallower": ("depth",), "longer": ("height", "size"),
                        "roomier": ("radius", "width")})
@@ -42,7 +44,9 @@ UPWARD = re.compile(r"\b(upwards?|downwards?|skyward|heavenward)\b")
 SIZE_PHRASAL = {"pare", "slim", "thin", "bulk", "beef", "blow", "scale", "size", "tone", "puff", "plump", "fatten",
                 "fill", "open", "close", "sit", "water", "wind", "narrow", "thicken"}
 # Multi-word attribute names ("the handle should stick out 3 cm": its reach).
-DIMENSION_PHRASES = {"stick out": ("reach",), "sticks out": ("reach",), "sticking out": ("reach",)}
+DIMENSION_PHRASES = {"stick out": ("reach",), "sticks out": ("reach",), "sticking out": ("reach",),
+                     "wraps around": ("curvature",), "wrap around": ("curvature",), "wraps round": ("curvature",),
+                     "hugs": ("curvature",)}
 # A distance to the floor is a height ("4 cm closer to the floor", "further from the ground").
 DIMENSION_PHRASES.update({f"{w} {p} {s}": ("height",) for w, p in (("closer", "to the"), ("nearer", "to the"),
                                                                    ("nearer", "the"), ("further", "from the"),
@@ -53,13 +57,14 @@ WIDTH_OF = {w: ("width", "radius") for w in ("wide", "wider", "widen", "narrow",
                                              "flare", "flares", "flaring", "diameter", "across")}
 # Words that name an overall dimension of the whole product.
 OVERALL = re.compile(r"\b(overall|whole|entire|in total|total|altogether|all in all|outside dimensions?|"
-                     r"footprint|floor space)\b")
+                     r"footprint|floor space|spread (?:over|across|out over))\b")
 # A measurement's span names its dimension (and its words are no component: "front to back" is no backrest).
 SPANS = {"height": r"\b(?:from )?(?:the )?(?:table|floor|ground) to (?:the )?top\b|\btop to bottom\b",
          "depth": r"\b(?:from )?front to (?:the )?back\b|\bback to front\b", "width": r"\bside to side\b"}
 OVERALL_DIM = {"height": r"\b(tall|taller|tallest|high|higher|height|short|shorter|low|lower|raise|lift|drop|"
                          r"from (?:the )?(?:table|floor|ground))\b",
                "width": r"\b(wide|wider|widen|width|narrow|narrower|broad|broader|broaden|slim|slimmer|footprint|"
-                        r"floor space|diameter)\b",
+                        r"floor space|diameter|spread)\b",
                "depth": r"\b(deep|deeper|depth|shallow|shallower)\b",
-               "capacity": r"\b(capacity|volume|hold|holds|holding|amount|ml|litres?|liters?|millilitres?)\b"}
+               "capacity": r"\b(capacity|volume|hold|holds|holding|amount|ml|litres?|liters?|millilitres?|liquid|"
+                           r"fluid|contents)\b"}

@@ -276,7 +276,7 @@ def compile_program(spec: dict, state: dict[str, float], ops: list, calibration:
     new = dict(state)
     before_overall = OV.values(spec["domain"], state)
     touched: dict[str, str] = {}
-    # parameters asked only for a direction ("shorter and wider so it still holds the same"): when a kept dimension
+    # parameters asked only for a direction ("a shorter, fatter body that keeps its volume"): when a kept dimension
     # can be held by no free parameter, such an edit may take the amount that holds it, if its direction stays
     qualitative: dict[str, str] = {}
 
@@ -321,6 +321,8 @@ def compile_program(spec: dict, state: dict[str, float], ops: list, calibration:
             qualitative[tgt] = key
         else:
             qualitative.pop(tgt, None)
+        if tgt in touched and key == "=" and isinstance(o, SetOp):
+            continue  # "fewer legs — 3 of them": the value the earlier edit reached, said again
         if tgt in touched and touched[tgt] != key:
             res.refused.append(f"contradiction: {tgt} is asked to change in two opposite ways")
             continue
@@ -408,8 +410,8 @@ def _overall_edit(spec, d, o, new, touched, kept_params, kept_overall, breaks_ke
 
 def _hold_overall(spec, fns, kept_overall, before, new, touched, kept_params, res, qualitative=None) -> None:
     """Enforce kept overall dimensions by solving for the first free parameter of each one's solve list. When every
-    parameter of the list is kept or edited, one the instruction edited only by a direction (no amount: "make the mug
-    shorter and wider so it still holds the same") takes the value that holds the dimension, if that value still
+    parameter of the list is kept or edited, one the instruction edited only by a direction (no amount: "a shorter,
+    fatter body that keeps its volume") takes the value that holds the dimension, if that value still
     moves it in the asked direction."""
     from .overall import bisect
 

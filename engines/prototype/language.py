@@ -17,13 +17,13 @@ POSITIVE = ("more", "increase", "increased", "raise", "raised", "bigger", "large
             "wider", "thicker", "deeper", "grow", "extend", "enlarge", "boost", "lift", "up", "add", "heavier",
             "broader", "greater", "expand", "stretch", "lengthen", "widen", "thicken", "heighten", "bulkier",
             "fatter", "chunkier", "beefier", "stronger", "sturdier", "bolder", "deepen", "broaden", "further",
-            "farther", "roomier", "curvier", "plumper")
+            "farther", "roomier", "curvier", "plumper", "bulkier", "chubbier")
 # "closer to the floor", "nearer the table": less distance; "squatter": less height
 NEGATIVE = ("less", "decrease", "decreased", "reduce", "reduced", "lower", "lowered", "smaller", "shorter",
             "narrower", "thinner", "shallower", "shrink", "cut", "trim", "down", "slimmer", "remove", "lighter",
             "tighter", "skinnier", "shorten", "narrow", "thin", "slim", "lessen", "minimise", "minimize",
             "compact", "tone down", "fewer", "drop", "delete", "without", "closer", "nearer", "squatter", "squat",
-            "flatter")
+            "flatter", "stubbier", "stumpier")
 
 ADD = re.compile(r"\b(add|attach|give|put|include|fit|want|like|need|have|with|bring back)\b")
 REMOVE = re.compile(r"\b(remove|take off|take away|get rid of|drop|delete|lose|ditch|without|no)\b")
@@ -47,7 +47,7 @@ PHRASAL = [(re.compile(r"\bbring (the [\w' ]{1,30}?) in\b"), r"narrow \1"),
            (re.compile(r"\b(?:pull|draw) ((?:the|its|their) (?:[\w']+ )?(?:edge|rim|bottom|top|opening|mouth)) in\b"),
             r"narrow \1"),
            (re.compile(r"\btake (the [\w' ]{1,30}?) off\b"), r"take off \1"),  # "take the footrest off": removal
-           # "a handle-less mug": a part named with the suffix "-less" is left out
+           # "a footrest-less stool": a part named with the suffix "-less" is left out
            (re.compile(r"\b([a-z]{3,})-less\b"), r"without \1")]
 
 

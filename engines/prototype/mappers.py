@@ -33,6 +33,7 @@ def calibrated_step(p, mag: str) -> float:
     """|Δ| for a qualitative degree: the parameter's calibrated step, the same rule the interface compiles with
     and the metric scores against (issue 17: a baseline that cannot hit that step by construction is no comparison)."""
     return float(p.steps[("slight", "moderate", "large").index(mag)])
+COMPLETELY = re.compile(r"\b(?:altogether|entirely|completely|for good|fully)\b")
 STATEMENT = re.compile(r"\b(is|are|looks?|feels?|seems?|sits?|wobbles|tips over)\b")
 # Plain adjectives of size that describe a state, not a change, after a statement verb ("it sits high").
 ADJECTIVE_STATES = ("high", "low", "tall", "short", "wide", "narrow", "deep", "shallow", "thick", "thin", "big", "small",
@@ -161,6 +162,15 @@ class InterfaceMapper:
         k = int(sims.argmax())
         return self.macro_phr[k][1] if sims[k] >= TAU_MACRO else None
 
+    def _literal_attribute(self, cl: str) -> str | None:
+        """The one attribute of the product that a word of the clause names exactly ("height 12 cm" on a mug: the
+        body's height — the handle has a size, not a height), or None when several parts have it."""
+        words = set(re.findall(r"[a-z]+", cl))
+        if any("_" in a["attribute"] and set(a["attribute"].split("_")) <= words for a in self.attrs.values()):
+            return None  # "top radius": a qualified attribute, not the plain one
+        hits = [pid for pid, a in self.attrs.items() if a["attribute"] in words and a["kind"] == "float"]
+        return hits[0] if len(hits) == 1 else None
+
     def _own_name(self, cl: str, comp: str | None) -> str | None:
         """An attribute of the part said by its own name ("the tilt") or its participle ("splayed", "tilted")."""
         names = {a["attribute"]: pid for pid, a in self.attrs.items() if a["component"] == comp}
@@ -203,8 +213,9 @@ class InterfaceMapper:
             if _word_in(w, cl) and (pid := next((names[a] for a in opts if a in names), None)):
                 return pid, "+" if re.search(r"\b(less|not as)\b", cl) else "-"
         for w in re.findall(r"[a-z]+", cl):
-            if w in COMPARATIVE_OF and (pid := next((names[a] for a in COMPARATIVE_OF[w] if a in names), None)):
-                return pid, L.polarity(w) or pol or "+"
+            cmp = w if w in COMPARATIVE_OF else complaint.MORE.get(w)  # "25% less bulky": bulkier's dimension
+            if cmp in COMPARATIVE_OF and (pid := next((names[a] for a in COMPARATIVE_OF[cmp] if a in names), None)):
+                return pid, (L.polarity(w) if w == cmp else None) or pol or L.polarity(cmp) or "+"
         return None
 
     def _vertical(self, cl: str, comp: str | None, op) -> tuple[str, str, str] | None:
@@ -302,10 +313,24 @@ class InterfaceMapper:
         q = L.quantity(cl)
         if q is not None and q.unit == "ml" and "overall.capacity" in self.der:
             return "overall.capacity"
+        other_dims = [w for w in re.findall(r"[a-z]+", cl)
+                      if w in ("radius", "diameter", "wide", "width", "thick", "thickness", "across", "deep", "depth")]
+        if q is not None and not L.is_keep(cl) and not other_dims:  # (a radius at the top is the radius)
+            top = position.top_of(cl, {k: v.get("description", "") for k, v in self.der.items()}, dict(self.syn))
+            if top:  # "92 cm to the top of the backrest": the overall height
+                return top
+        if dim is None and q is not None and q.unit == "cm" and not q.ratio and OVERALL.search(cl) \
+                and "overall.height" in self.der and not self._amount_dimension(cl, comps[0][1] if comps else None):
+            return "overall.height"  # "the lamp ought to total 36 cm": a length of the whole is its height
         if dim is None:
             return None
-        if OVERALL.search(cl) or (dim == "overall.capacity" and (not comps or L.quantity(cl) is not None)):
-            return dim
+        ov_word = OVERALL.search(cl)
+        if ov_word and ov_word.group(1) == "altogether" and L.REMOVE.search(cl):
+            ov_word = None  # "ditch the footrest altogether": completely, not the whole stool
+        vessel = {p.split(".")[0] for p in self.der.get("overall.capacity", {}).get("scale", [])}
+        if ov_word or (dim == "overall.capacity" and (not comps or L.quantity(cl) is not None
+                                                       or all(c in vessel for _, c in comps))):
+            return dim  # ("the cup should take more fluid": the part that holds it, so the capacity)
         if not comps and any(_word_in(n, cl) for n in self.product_names):
             return dim  # "lower the lamp", "make the chair 4 cm shallower": the product, not a part
         return None
@@ -334,7 +359,7 @@ class InterfaceMapper:
         if q.unit and q.unit != unit:
             out.warnings.append(f"“{cl}”: {target} is measured in {unit}, not {q.unit}")
             return None
-        # "30 cm across" → r 15; a target width of a round part is its diameter too ("a 44 cm wide seat" → r 22), but a
+        # "30 cm across" → r 15; a target width of a round part is its diameter too ("a base 24 cm wide" → r 12), but a
         # change of width keeps the radius's own amount ("5 mm wider at the foot")
         half = 0.5 if target.endswith("radius") and (DIAMETER.search(cl) or (
             not q.relative and re.search(r"\b(?:wide|width)\b", cl))) else 1.0
@@ -347,7 +372,7 @@ class InterfaceMapper:
 
     def _keep_targets(self, cl: str, comps: list, context: dict) -> list[str]:
         top = position.top_of(cl, {k: v.get("description", "") for k, v in self.der.items()}, dict(self.syn))
-        if top:  # "the top of the backrest has to stay where it is": the chair's overall height
+        if top:  # "keep the top of the backrest where it is": the chair's overall height
             return [top]
         ov = self._overall_target(cl, comps)
         if ov:  # "without changing the chair's overall height or the seat": the dimension and the part
@@ -360,7 +385,7 @@ class InterfaceMapper:
             pid = self._named_attribute(cl, c) if dim_words else None
             out.append(pid if pid and self.attrs[pid]["component"] == c else c)
         if not out and dim_words:
-            c = context.get("component")
+            c = context.get("component") or context.get("kept_component")
             pid = self._named_attribute(cl, c) if c else None
             if pid and self.attrs[pid]["component"] == c:
                 out = [pid]
@@ -375,7 +400,7 @@ class InterfaceMapper:
                  "walls", "reach", "angle", "taper", "diameter", "length", "curve", "size"}
         words = re.findall(r"[a-z]+", cl)
         said = [w for w in words if w in nouns]
-        places = position.qualifiers(words)  # "toward its lower edge": the bottom
+        places = position.qualifiers(words)  # "near its upper edge": the top
         qual = [pid for pid, a in self.attrs.items() if "_" in a["attribute"] and (comp is None or a["component"] == comp)
                 and (a["attribute"].split("_")[0] in words or a["attribute"].split("_")[0] in places)
                 and (a["attribute"].split("_")[-1] in words
@@ -407,8 +432,8 @@ class InterfaceMapper:
                                   r"diameter|radius|width|height|depth|thickness)\b")
 
     def _amount_dimension(self, cl: str, comp: str | None) -> str | None:
-        """The attribute named by the dimension word right after an amount ("a 44 cm wide seat", "legs should be 2.5 cm
-        thick", "shade bottom at 30 cm diameter"): it says what is measured, whatever operation word the clause also
+        """The attribute named by the dimension word right after an amount ("a base 24 cm wide", "the legs ought to be
+        4 cm thick", "the shade's top at 14 cm diameter"): it says what is measured, whatever operation word the clause also
         has. A round part's width or diameter is its radius; a position word picks among qualified radii."""
         m = self.AMOUNT_DIMENSION.search(L.spell_out(cl))
         if comp is None or m is None:
@@ -427,8 +452,8 @@ class InterfaceMapper:
         return None
 
     def _other_part_attribute(self, cl: str, comp: str | None) -> str | None:
-        """An attribute noun that the part in context lacks and exactly one other part has ("a slightly bigger seat,
-        a lot more splay": the legs' splay, not the seat's)."""
+        """An attribute noun that the part in context lacks and exactly one other part has ("a narrower seat and
+        a bit less splay": the legs' splay, not the seat's)."""
         if comp is None or self._noun_attribute(cl, comp):
             return None
         pid = self._noun_attribute(cl, None)
@@ -438,6 +463,10 @@ class InterfaceMapper:
     def _presence(self, cl: str, comp: str | None, out: Mapping) -> bool:
         """Add or remove a component that can be present or absent ("give it armrests", "no footrest") — unless
         the clause names one of its attributes ("have the handle reach out further")."""
+        if comp and f"{comp}.present" in self.attrs and L.REMOVE.search(cl) and COMPLETELY.search(cl) \
+                and L.quantity(cl) is None:
+            out.ops.append(RemoveOp(target=comp, said=cl))  # "drop the footrest altogether": gone, not lower
+            return True
         if not comp or f"{comp}.present" not in self.attrs or self._operation(cl, comp) or \
                 self._noun_attribute(cl, comp):
             return False
@@ -460,6 +489,7 @@ class InterfaceMapper:
                 and not context.get("noun_first") \
                 and not (context.get("component") and L.quantity(cl) is not None
                          and self._amount_dimension(cl, context["component"])) \
+                and not (L.quantity(cl) is not None and self._literal_attribute(cl)) \
                 and not (own and own[0] != "?" and self.attrs[own[0]]["component"] != context["ahead"]
                          and not self._operation(cl, context["ahead"])):
             # "a longer, narrower neck": the adjective's noun comes later — but not after a clause that named its
@@ -467,14 +497,15 @@ class InterfaceMapper:
             # part has ("five legs, splayed a little more, and a thinner seat": the legs' splay); "thicker walls
             # and a slimmer handle": the walls
             comps = [("", context["ahead"])]
-        bare_noun = bool(re.fullmatch(r"(?:the |its |their )?[a-z]+", cl)) and bool(context.get("component")) and \
-            bool(self._noun_attribute(cl, context.get("component")))  # "same splay and thickness": the thickness
+        ctx_c = context.get("component") or context.get("kept_component")  # "keep the shade's height and its top radius"
+        bare_noun = bool(re.fullmatch(r"(?:the |its |their )?[a-z]+(?: [a-z]+)?", cl)) and bool(ctx_c) and \
+            bool(self._noun_attribute(cl, ctx_c))  # "same splay and thickness": the thickness
         if context.get("keeping") and not L.is_keep(cl) and L.polarity(cl) is None and not L.quantity(cl) \
                 and (not self._operation(cl, None) or bare_noun) and not self._macro_lexical(cl) and (comps or bare_noun):
             cl = "keep " + cl  # "keep the overall height and the backrest", "same splay and thickness"
         if not L.is_keep(cl) and (o := self._ratio_between(cl)) is not None:
             out.ops.append(o)
-            out.trace.append(f"“{cl}” → set {o.target} (a ratio of two positions)")
+            out.trace.append(f"“{cl}” → {o.op} {o.target} (a ratio of two positions)")
             return
         if not L.is_keep(cl):
             context["keeping"] = False
@@ -497,22 +528,27 @@ class InterfaceMapper:
                 out.trace.append(f"“{cl}” → keep the rest (only the named edits change anything)")
                 return
             targets = self._keep_targets(cl, comps, context)
+            if targets and not targets[0].startswith("overall"):
+                context["kept_component"] = targets[0].split(".")[0]
             if targets:
                 for t in targets:
                     out.ops.append(KeepOp(target=t, said=cl))
                 out.trace.append(f"“{cl}” → keep {', '.join(targets)}")
                 return
+        if not comps and not L.is_keep(cl) and L.quantity(cl) is not None and (lit := self._literal_attribute(cl)) \
+                and not (context.get("component") and self._noun_attribute(cl, context["component"])):
+            comps = [("", self.attrs[lit]["component"])]  # "height 12 cm, reach 3.5 cm" on a mug: the body's height
         if comps and not L.is_keep(cl):
             context["component"] = comps[0][1]
         elif not comps and context.get("component"):
             q = L.quantity(cl)
             other = self._other_part_attribute(cl, context["component"])
-            if other:  # "a slightly bigger seat, a lot more splay": the part that has the splay
+            if other:  # "a narrower seat and a bit less splay": the part that has the splay
                 comps = [("", self.attrs[other]["component"])]
             elif q is not None and not q.relative and out.ops and isinstance(out.ops[-1], (Adjust, SetOp)) \
                     and not self._operation(cl, None) and not self._noun_attribute(cl, context["component"]) \
                     and not self.AMOUNT_DIMENSION.search(L.spell_out(cl)):
-                # "lower the seat to counter height, 60 cm" (not "body 22 cm tall and 9 cm across": its own measure)
+                # "lower the seat to counter height, 60 cm" (not "neck 6 cm tall and 3 cm across": its own measure)
                 last = out.ops.pop()
                 out.ops.append(SetOp(target=last.target, value=q.value, said=f"{last.said}, {cl}"))
                 return
@@ -520,7 +556,7 @@ class InterfaceMapper:
                               self._operation(cl, None)[0] == "?" or
                               (context.get("joined") and self._noun_attribute(cl, context["component"])) or
                               (q is not None and self._amount_dimension(cl, context["component"]))):
-                # pronoun or ellipsis: the last named component ("add armrests, 25 cm high": the armrests' height)
+                # pronoun or ellipsis: the last named component ("armrests please, 28 cm high": the armrests' height)
                 comps = [("", context["component"])]
         if not L.is_keep(cl) and STATEMENT.search(cl) and not IMPERATIVE.search(cl) and not self._macro_lexical(cl) \
                 and self._states(cl):  # "the seat is way too low, raise it", "the seat sits a bit high": context
@@ -548,14 +584,17 @@ class InterfaceMapper:
             op = (h, "-" if u.group(1).startswith("down") else "+", u.group(1))  # "stretch the mug upward": its height
         if comp and (mv := position.move_out(cl)) and not self._noun_attribute(cl, comp) and \
                 (r := next((p for p, a in self.attrs.items() if a["component"] == comp and a["attribute"] == "reach"), None)):
-            op = (r, mv, "")  # "bring the handle out a lot", "pull the handle in by 4 mm": its reach
+            op = (r, mv, "")  # "pull the handle out by 5 mm", "push the handle in a little": its reach
         if comp and op and op[0] != "?" and any(_word_in(ph, cl) for ph in DIMENSION_PHRASES):
             byw = self._attribute_by_words(cl, comp)
             if byw and byw[0] != op[0]:
                 op = (byw[0], byw[1], "")  # "make the handle stick out further": its reach, not its size
+        if op and op[0] != "?" and self.attrs[op[0]]["unit"] == "ratio" and \
+                (io := re.search(r"\b(in|inwards?|out|outwards?)\b(?! (?:the|a|an|its|their)\b)", cl)):
+            op = (op[0], "+" if io.group(1).startswith("out") else "-", "")  # "taper the cup in a bit"
         noun = self._noun_attribute(cl, comp if comps else None)
         if noun and op and op[0] == "?" and noun in op[1].split(","):
-            # "flare out more toward its lower edge": the position picks one of the attributes the word is shared by
+            # "widen the shade toward its upper edge": the position picks one of the attributes the word is shared by
             op = (noun, next((d for w, p, d in self.opw if p == noun and w == op[2]), L.polarity(cl) or "+"), op[2])
         if noun and (op is None or op[0] != noun) and (op or L.polarity(cl) or L.quantity(cl)) \
                 and not (op and op[0] == "?" and noun in op[1].split(",")):
@@ -563,7 +602,7 @@ class InterfaceMapper:
             # its noun wins over an operation word several attributes share
             if op and op[0] != "?" and op[2] not in position.QUALIFIER:
                 d = op[1]
-            else:  # "flare out more toward its lower edge": "lower" names the place, not the direction
+            else:  # "open out more near the lower rim": "lower" names the place, not the direction
                 d = L.polarity(" ".join(w for w in cl.split() if w not in position.QUALIFIER)) or L.polarity(cl)
             comp, op = self.attrs[noun]["component"], (noun, d, "")
         if op and op[0] == "?" and comp is None:  # ambiguous operation word: find the component by similarity
@@ -606,6 +645,10 @@ class InterfaceMapper:
                 pid = rev[0]  # "legs 2° more upright": their splay, whatever else "legs" names
             if pid is None and (byw := self._attribute_by_words(cl, comp)):
                 pid = byw[0]  # "legs: 10% slimmer": their thickness
+            if pid is not None and q.unit and not q.ratio and self.attrs[pid]["unit"] not in (q.unit, "count"):
+                # "raise the backrest to 15 degrees": the unit said names the part's only attribute measured in it
+                same = [p for p, a in self.attrs.items() if a["component"] == comp and a["unit"] == q.unit]
+                pid = same[0] if len(same) == 1 else pid
             if pid is None and q.unit and q.unit != "cm" and not q.ratio:
                 # "lean the backrest back another 4°": the part's only attribute measured in that unit
                 same = [p for p, a in self.attrs.items() if a["component"] == comp and a["unit"] == q.unit]
@@ -620,7 +663,7 @@ class InterfaceMapper:
                 return
             a = self.attrs[pid]
             d = self._direction(cl, op) if op and op[0] == pid else L.polarity(cl)
-            for w, opts in REVERSED.items():  # "backrest 3° more upright": 3° less tilt
+            for w, opts in REVERSED.items():  # "tilt the backrest 4° more upright": 4° less tilt
                 if _word_in(w, cl) and a["attribute"] in opts:
                     d = "+" if re.search(r"\b(less|not as)\b", cl) else "-"
             o = self._quantity_op(pid, a["unit"], q, d, cl, out)
@@ -679,7 +722,22 @@ class InterfaceMapper:
                       r"an? (?:half|third|quarter|fifth|tenth)) (wider|narrower|bigger|smaller|broader) than "
                       r"(?:the |its |at the )?([a-z]+)\b", cl)
         q = L.quantity(cl)
-        if m is None or q is None or q.change is None:
+        if m is None:  # "a rim wider than its foot": the ratio's direction, no amount
+            m2 = re.search(r"\b([a-z]+)(?: is| be| should be| ends up)? (wider|narrower|bigger|smaller|broader) than "
+                           r"(?:the |its |at the )?([a-z]+)\b", cl)
+            if m2 is None or q is not None:
+                return None
+            a, b = POSITION.get(m2.group(1)), POSITION.get(m2.group(3))
+            if not a or not b or a == b:
+                return None
+            for pid, attr in self.attrs.items():
+                d = re.match(r"(\w+) radius over (\w+) radius", attr.get("description", ""))
+                if attr["unit"] == "ratio" and d and {POSITION.get(d.group(1)), POSITION.get(d.group(2))} == {a, b}:
+                    up = m2.group(2) in ("wider", "bigger", "broader")
+                    return Adjust(target=pid, dir="+" if up == (POSITION.get(d.group(1)) == a) else "-",
+                                  mag=L.magnitude(cl)[0], said=cl)
+            return None
+        if q is None or q.change is None:
             return None
         a, b = POSITION.get(m.group(1)), POSITION.get(m.group(4))
         if not a or not b or a == b:

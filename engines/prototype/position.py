@@ -1,8 +1,8 @@
 """Where on the product: positions along a part, the top of a part, and moves of a part outward or inward.
 
-Designers point at places instead of naming parameters: "the top of the backrest has to stay where it is" (the
-chair's overall height: its description is "floor to the top of the backrest"), "flare out toward its lower edge"
-(the bottom radius), "bring the handle out a lot" / "pull the handle in by 4 mm" (how far it sticks out). These
+Designers point at places instead of naming parameters: "keep the top of the backrest where it is" (the chair's
+overall height: its description is "floor to the top of the backrest"), "open out more near the lower rim" (the
+bottom radius), "pull the handle out by 5 mm" / "push the handle in a little" (how far it sticks out). These
 rules read such places against the interface's own attribute names and descriptions; nothing here knows a
 product.
 """
@@ -17,7 +17,7 @@ QUALIFIER = {"lower": "bottom", "upper": "top", "bottom": "bottom", "top": "top"
 # "the top of the backrest", "the top of its cap": a place that an overall dimension's description names.
 TOP_OF = re.compile(r"\b(?:the )?(top|rim|tip) of (?:the |its |their )?([a-z]+)\b")
 
-# A part moved outward or inward by a verb of placing: "bring the handle out a lot", "pull the handle in by 4 mm",
+# A part moved outward or inward by a verb of placing: "pull the handle out by 5 mm", "push the handle in a little",
 # "push the handle further out", "move it outwards". For a part that has a reach, that is its reach.
 MOVE_OUT = re.compile(r"\b(?:bring|pull|push|move|set|draw|take|shift)\b(?:[^,;]*?)\b(out(?:wards?)?|in(?:wards?)?)\b"
                       r"(?!\s+(?:of|to|on)\b)")

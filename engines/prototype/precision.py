@@ -41,7 +41,8 @@ FRACTION_NUM = {"a": 1, "one": 1, "two": 2, "three": 3}
 COMPARATIVE = (r"(?:more|less|taller|shorter|higher|lower|wider|narrower|thicker|thinner|deeper|shallower|longer|"
                r"bigger|smaller|larger|further|farther|closer|nearer|slimmer|broader|squatter|up|down|bigger)")
 FACTOR_WORDS = [(r"\bone and a half times\b|\bhalf again\b", 1.5), (r"\b(?:twice|double|doubled|two times)\b", 2.0),
-                (r"\b(?:triple|tripled|thrice|three times)\b", 3.0), (r"\bfour times\b", 4.0),
+                (r"\b(?:triple|tripled|thrice|three times)\b", 3.0),
+                (r"\b(?:four times|quadruple|quadrupled|fourfold|four-fold)\b", 4.0),
                 (r"\b(?:halve|halved|in half|half as|half the|half its|half of)\b", 0.5)]
 PERCENT = re.compile(r"(?<![\w.])([-−+]?)(\d+(?:\.\d+)?)\s*(?:%|percent\b|per cent\b)")
 FRACTION = re.compile(r"\b(?:(a|one|two|three)[ -])?(half|halves|thirds?|quarters?|fourths?|fifths?|sixths?|tenths?)\b")
@@ -60,8 +61,11 @@ CHANGE_BEFORE = re.compile(r"\b(?:by|an? extra|another|an additional|additional|
 CHANGE_AFTER = re.compile(r"\s*(?:\w+\s+)?(?:" + COMPARATIVE + r"|extra)\b")
 # "take 5 mm off the seat", "trim 3 cm off the depth": an amount taken off is a decrease — but "20 cm off the
 # ground / floor" is where something sits (a target).
-# "take 3 cm out of the body's height": an amount taken out of a measure is a decrease too.
+# "take 5 mm out of the cap height": an amount taken out of a measure is a decrease too.
 OFF = re.compile(r"\s*(?:off\b(?!\s+(?:of\s+)?(?:the\s+)?(?:ground|floor|table|desk|deck)\b)|out of\b)")
+# "the backrest should gain 5 cm", "lose 2 cm": an amount lost or gained is a change in that direction
+LOSE_GAIN = re.compile(r"\b(lose|loses|losing|lost|shed|sheds|gain|gains|gaining|gained)\s+(?:an?\s+)?(?:" + HEDGE
+                       + r"\s*)?$")
 CHANGE_VERB = re.compile(r"\b(?:add|adding|raise|raising|lower|lowering|lift|drop|move|stretch|extend|lengthen|"
                          r"shorten|increase|decrease|reduce|grow|shrink|deepen|widen|narrow|thicken|bump|"
                          r"up|down)\b")
@@ -104,7 +108,7 @@ def spell_out(clause: str) -> str:
                lambda m: _num(WORD_NUMBERS[m.group(1)] + (0.5 if "half" in m.group(0) else 0)) + " ", t)
     t = re.sub(r"\ban? (?=" + unit + ")", "1 ", t)
     t = re.sub(r"\b(minus|negative|plus)\s+(?=\d)", lambda m: SIGN_WORDS[m.group(1)], t)
-    # "give it 3 more degrees", "2 extra cm": the amount's word between the number and its unit goes after both
+    # "5 more degrees of recline", "2 extra cm": the amount's word between the number and its unit goes after both
     t = re.sub(r"(?<![\w.])(\d+(?:\.\d+)?)\s+(more|extra|less|fewer)\s+(" + _UNIT_ALT + r")(?![\w])", r"\1 \3 \2", t)
     return t
 
@@ -145,7 +149,7 @@ def _ratio(clause: str) -> Quantity | None:
 
 def is_change(before: str, after: str, signed: bool) -> bool:
     """Is the number between ``before`` and ``after`` a change (True) or a target (False)?"""
-    if CHANGE_BEFORE.search(before) or CHANGE_AFTER.match(after) or OFF.match(after):
+    if CHANGE_BEFORE.search(before) or CHANGE_AFTER.match(after) or OFF.match(after) or LOSE_GAIN.search(before):
         return True
     if signed and re.search(r"[:=]\s*$", before):  # a note "seat depth: +2 cm" lists a signed change
         return True
@@ -174,6 +178,8 @@ def quantity(clause: str) -> Quantity | None:
     x = float(m.group(2)) * (-1 if neg else 1)
     unit, scale = UNITS.get(m.group(3) or "", (None, 1.0))
     if is_change(t[:m.start()], t[m.end():], bool(m.group(1))):
+        lg = LOSE_GAIN.search(t[:m.start()])
+        own = "-" if OFF.match(t[m.end():]) else (("+" if lg.group(1).startswith("gain") else "-") if lg else None)
         return Quantity(abs(x) * scale, unit, x, True, sign="-" if neg else ("+" if m.group(1) == "+" else None),
-                        dir="-" if OFF.match(t[m.end():]) else None)
+                        dir=own)
     return Quantity(x * scale, unit, x, False)

@@ -30,18 +30,21 @@ DENIED_CHANGE = (r"(?:shouldn'?t|should not|mustn'?t|must not|can'?t|cannot|can 
 AS_MUCH = r"(?:just|exactly|every bit) as (?:much|tall|high|wide|deep|big|long|thick)"
 # "without" + a gerund: "without touching the seat", "without the stool taking up more floor space"
 WITHOUT_GERUND = r"without (?:[\w']+ ){0,3}?[a-z]+ing\b"
-# "hold the total height", "capacity held at what it is now": holding a measure is keeping it (but "hold more",
+# "hold the overall depth", "with its capacity held where it is": holding a measure is keeping it (but "hold more",
 # "holds 350 ml" say how much a vessel takes: no article after the verb).
-HOLD = r"hold(?:s|ing)? (?:the|its|their)\b(?!(?: [a-z]+)? (?:more|less)\b)|held\b|(?:at|to) what (?:it|they) (?:is|are) now"
+HOLD = (r"hold(?:s|ing)? (?:the|its|their)\b(?!(?: [a-z]+)? (?:more|less)\b)|held\b|"
+        r"what (?:it|they) (?:is|are|holds?|has|have) (?:now|today|at the moment)")
 KEEP = re.compile(r"\b(keep|keeps|kept|keeping|leave|leaving|" + HOLD + r"|don'?t (?:touch|change|alter|modify)|do not (?:touch|change|alter|modify)|"
                   r"" + WITHOUT_GERUND + r"|preserve|preserving|maintain|maintaining|hold on to|"
-                  r"as (?:it )?is|unchanged|untouched|constant|fixed|alone|same as before|the same|same|"
+                  r"as (?:it )?is|unchanged|untouched|constant|fixed(?! (?:to|on|onto|in|at)\b)|alone|same as before|"
+                  r"the same|same|"
                   r"where (?:it|they) (?:is|are)|stays?|stay put|" + NEGATED_CHANGE + "|" + DENIED_CHANGE + "|" + AS_MUCH + r")\b")
 # Where a keep scope starts inside a clause: the clause is split there ("a slimmer bottle that still holds the
 # same amount" → "a slimmer bottle" + "that still holds the same amount"; "a wider bottle with the same
 # capacity" → "a wider bottle" + "with the same capacity").
 KEEP_LEAD = re.compile(r"\b(" + WITHOUT_GERUND + r"|keep|keeping|leave|don'?t (?:touch|change|let|make)|"
                        r"do not (?:touch|change|let|make)|(?:that|which|yet|so (?:that )?(?:it|they)) still|"
+                       r"(?:that|which) (?:holds?|keeps?) exactly|"
                        r"with (?:the |its |their )?same)\b")
 # The rest of the product: "leave everything else as it is", "keep all else the same".
 REST = re.compile(r"\b(?:everything|anything|all) else\b|\bthe rest\b(?! of)")

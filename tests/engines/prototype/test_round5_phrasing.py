@@ -29,7 +29,7 @@ SOURCES = ["induced", "hand"]
     ("the backrest shouldn't be so tall", "the backrest shorter"),
     ("the handle sticks out 5 mm too far", "the handle sticks out 5 mm less"),
     ("the cap seems a bit too tall", "the cap a bit shorter"),  # the hedge stays
-    ("the body's too fat", "the body slimmer"),
+    ("the base's too fat", "the base slimmer"),
     ("shade a little shorter too", "shade a little shorter too"),  # "too" = "also": no complaint
     ("the seat sits a bit high", "the seat sits a bit high"),  # a state without "too": no complaint
     ("not as tall as the backrest", "not as tall as the backrest"),
@@ -40,7 +40,7 @@ def test_a_complaint_is_rewritten_into_the_edit_it_asks_for(clause, edit):
 
 def test_a_complaint_answered_by_an_edit_of_its_own_stays_context():
     assert complaint.read(["the mug is too tall", "lower it a bit"]) == ["the mug is too tall", "lower it a bit"]
-    assert complaint.read(["the legs are too chunky", "the seat too thin"]) == ["the legs thinner", "the seat thicker"]
+    assert complaint.read(["the legs are too bulky", "the seat too thin"]) == ["the legs slimmer", "the seat thicker"]
 
 
 @pytest.mark.parametrize("source", SOURCES)
