@@ -36,3 +36,6 @@ if __name__ == "__main__":
     titles = {m.id: m.title for m in available()}
     for mid in sys.argv[1:] or IDS:
         print(shoot_default_profile(mid, titles[mid], waiter(mid)), flush=True)
+    # as in shot_first_impressions: another tab's worked example may still be computing inside torch in a daemon
+    # thread, and finalising the interpreter under it aborts (exit 134) after the screenshots are written
+    os._exit(0)
