@@ -141,8 +141,9 @@ def main(argv=None) -> int:
     ap.add_argument("--stride", type=int, default=mb.DEFAULT_STRIDE,
                     help=f"take every N-th schema in file-name order (default {mb.DEFAULT_STRIDE})")
     ap.add_argument("--full", action="store_true", help="every schema (same as --stride 1)")
-    ap.add_argument("--engines", default=",".join(mb.ENGINES), help="comma-separated subset of " + ",".join(mb.ENGINES) +
-                    " (or zapformat-bytes: our compiler on whole instances, no tokenizer: a fast verdict check)")
+    ap.add_argument("--engines", default=None, help="comma-separated subset of " + ",".join(mb.ENGINES) +
+                    " (or zapformat-bytes: our compiler on whole instances, no tokenizer: a fast verdict check); "
+                    "default: all four, or with --merge every engine that has shards")
     ap.add_argument("--limit-s", type=float, default=mb.DEFAULT_LIMIT_S, help="wall-clock limit per schema")
     ap.add_argument("--label", default="latest", help="name of this run in the stored results (e.g. before)")
     ap.add_argument("--out", default=str(RESULTS_DIR / "zapformat-maskbench.json"))
@@ -150,9 +151,11 @@ def main(argv=None) -> int:
                     "under the data dir (see maskbench_shards.py); --merge then scores all shards as one run")
     ap.add_argument("--stop", type=int, help="end (exclusive) of the shard; default: the end of the selection")
     ap.add_argument("--merge", action="store_true", help="score the shards of --label as one run and store it")
+    ap.add_argument("--partial", action="store_true", help="--merge: score an engine whose shards leave gaps on "
+                    "the schemas they cover (the page says so)")
     ap.add_argument("--shard-dir", help="where shards are kept (default <data dir>/zapformat/maskbench-shards/LABEL)")
     args = ap.parse_args(argv)
-    engines = [e for e in args.engines.split(",") if e]
+    engines = [e for e in (args.engines or ",".join(mb.ENGINES)).split(",") if e]
     bad = [e for e in engines if e not in mb.SESSIONS]
     if bad:
         ap.error(f"unknown engine(s) {bad}; choose from {mb.ENGINES}")
@@ -221,7 +224,7 @@ def _sharded(ap, args, engines: list[str]) -> int:
     folder = Path(args.shard_dir) if args.shard_dir else shards.shard_dir(args.label)
     if args.merge:
         try:
-            run = shards.merge(args.maskbench, folder, args.suite)
+            run = shards.merge(args.maskbench, folder, args.suite, engines if args.engines else None, args.partial)
         except ValueError as e:
             ap.error(f"cannot merge the shards in {folder}: {e}")
         for e, s in run["maskbench"].items():

@@ -35,40 +35,71 @@ def _selection(stride: int, total: int) -> str:
 
 
 def run_shard(folder, engines: list[str], limit_s: float, stride: int, start: int, stop: int | None,
-              out_dir: Path, suite_folder=None, run_engine=None) -> Path:
-    """Run schemas ``[start, stop)`` of the selection through every engine; write and return the shard file."""
+              out_dir: Path, suite_folder=None, run_engine=None) -> list[Path]:
+    """Run schemas ``[start, stop)`` of the selection through each engine in turn; each engine's results are written
+    as soon as it is done (``shard-<start>-<stop>-<engine>.json``), so a shard stopped midway keeps what finished
+    and one engine's slow range can be cut finer than the others'. Returns the files written."""
     run_engine = run_engine or mb.run_engine
     units = mb.load_maskbench(folder, stride)
     stop = len(units) if stop is None else min(stop, len(units))
     if not 0 <= start < stop:
         raise ValueError(f"empty shard [{start}, {stop}) of {len(units)} schemas")
     part = units[start:stop]
-    shard = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "start": start, "stop": stop,
-             "total": len(units), "stride": stride, "limit_s": limit_s, "engines": engines,
-             "ids": [u["id"] for u in part], "rows": {}, "elapsed_s": {}}
-    t0 = time.perf_counter()
+    sunits = mb.load_suite(suite_folder) if suite_folder and Path(suite_folder).is_dir() else None
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = []
     for e in engines:
         print(f"MaskBench shard [{start}, {stop}): {e} on {len(part)} schemas", flush=True)
         t = time.perf_counter()
+        shard = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "start": start, "stop": stop,
+                 "total": len(units), "stride": stride, "limit_s": limit_s, "engine": e,
+                 "ids": [u["id"] for u in part]}
         res = run_engine(e, part, limit_s)
-        shard["elapsed_s"][e] = time.perf_counter() - t
         for r in res:  # raw TBM samples kept (the merge takes percentiles over all shards), rounded to 10 ns
             if "tbm_us" in r:
                 r["tbm_us"] = [round(x, 2) for x in r["tbm_us"]]
-        shard["rows"][e] = res
+        shard["rows"] = res
         s = mb.score(part, res)
         print(f"  {e}: passing {s['passing']}/{s['schemas']}, compile errors {s['compile_errors']}, crashes "
               f"{s['crashes']}, timeouts {s['timeouts']}, wrong accepts {s['wrong_accepts']}, wrong rejects "
-              f"{s['wrong_rejects']} ({shard['elapsed_s'][e]:.0f} s)", flush=True)
-    if suite_folder and Path(suite_folder).is_dir():
-        sunits = mb.load_suite(suite_folder)
-        shard["suite"] = {e: run_engine(e, sunits, limit_s, suite=True) for e in engines}
-    shard["wall_s"] = time.perf_counter() - t0
-    out_dir.mkdir(parents=True, exist_ok=True)
-    path = out_dir / f"shard-{start:05d}-{stop:05d}.json"
-    path.write_text(json.dumps(shard))
-    print(f"wrote {path} ({shard['wall_s']:.0f} s)", flush=True)
-    return path
+              f"{s['wrong_rejects']} ({time.perf_counter() - t:.0f} s)", flush=True)
+        if sunits is not None:
+            shard["suite"] = run_engine(e, sunits, limit_s, suite=True)
+        shard["wall_s"] = time.perf_counter() - t
+        path = out_dir / f"shard-{start:05d}-{stop:05d}-{e}.json"
+        path.write_text(json.dumps(shard))
+        print(f"wrote {path} ({shard['wall_s']:.0f} s)", flush=True)
+        paths.append(path)
+    return paths
+
+
+def _pieces(out_dir: Path) -> list[dict]:
+    """Every shard file as one piece per engine (files of the first layout hold several engines)."""
+    pieces = []
+    for p in sorted(Path(out_dir).glob("shard-*.json")):
+        d = json.loads(p.read_text())
+        if "engine" in d:
+            pieces.append(d)
+            continue
+        for e in d["engines"]:
+            pieces.append({**{k: v for k, v in d.items() if k not in ("rows", "engines", "suite", "elapsed_s")},
+                           "engine": e, "rows": d["rows"][e], "wall_s": d.get("elapsed_s", {}).get(e, 0.0),
+                           **({"suite": d["suite"][e]} if d.get("suite", {}).get(e) else {})})
+    return pieces
+
+
+def _coverage(pieces: list[dict], units: list[dict]) -> tuple[list[dict], str | None]:
+    """One engine's pieces in order, and what is wrong with their coverage of the units (None when exact)."""
+    pieces = sorted(pieces, key=lambda s: s["start"])
+    pos = 0
+    for s in pieces:
+        if s["start"] != pos:
+            what = "overlap" if s["start"] < pos else "gap"
+            return pieces, f"shards {what} at schema {min(pos, s['start'])}: next shard starts at {s['start']}"
+        if s["ids"] != [u["id"] for u in units[s["start"]:s["stop"]]]:
+            raise ValueError(f"shard [{s['start']}, {s['stop']}) holds other schemas than the folder's")
+        pos = s["stop"]
+    return pieces, None if pos == len(units) else f"shards end at schema {pos} of {len(units)}"
 
 
 def misses(units: list[dict], results: list[dict]) -> dict:
@@ -85,50 +116,62 @@ def misses(units: list[dict], results: list[dict]) -> dict:
     return out
 
 
-def merge(folder, out_dir: Path, suite_folder=None) -> dict:
-    """One run (the shape ``bench.main`` stores) from the shard files; raises when shards are missing or clash."""
-    shards = [json.loads(p.read_text()) for p in sorted(Path(out_dir).glob("shard-*.json"))]
-    if not shards:
+def merge(folder, out_dir: Path, suite_folder=None, engines: list[str] | None = None, partial: bool = False) -> dict:
+    """One run (the shape ``bench.main`` stores) from the shard files of ``engines`` (default: every engine found).
+
+    Raises when an engine's shards leave a gap, overlap or differ in stride, time limit or selection; with
+    ``partial`` an engine whose shards leave gaps (never overlaps) is scored on the schemas it covers, and the run
+    says so (``coverage``, the note)."""
+    pieces = _pieces(out_dir)
+    if not pieces:
         raise ValueError(f"no shard files in {out_dir}")
-    first = shards[0]
-    for s in shards:
-        for key in ("stride", "limit_s", "engines", "total"):
+    first = pieces[0]
+    for s in pieces:
+        for key in ("stride", "limit_s", "total"):
             if s[key] != first[key]:
-                raise ValueError(f"shard [{s['start']}, {s['stop']}) has {key}={s[key]!r}, "
-                                 f"shard [{first['start']}, {first['stop']}) {first[key]!r}")
+                raise ValueError(f"shard [{s['start']}, {s['stop']}) of {s['engine']} has {key}={s[key]!r}, "
+                                 f"shard [{first['start']}, {first['stop']}) of {first['engine']} {first[key]!r}")
     units = mb.load_maskbench(folder, first["stride"])
     if len(units) != first["total"]:
         raise ValueError(f"{folder} now selects {len(units)} schemas, the shards were cut from {first['total']}")
-    shards.sort(key=lambda s: s["start"])
-    pos = 0
-    for s in shards:
-        if s["start"] != pos:
-            what = "overlap" if s["start"] < pos else "gap"
-            raise ValueError(f"shards {what} at schema {min(pos, s['start'])}: next shard starts at {s['start']}")
-        if s["ids"] != [u["id"] for u in units[s["start"]:s["stop"]]]:
-            raise ValueError(f"shard [{s['start']}, {s['stop']}) holds other schemas than the folder's")
-        pos = s["stop"]
-    if pos != len(units):
-        raise ValueError(f"shards end at schema {pos} of {len(units)}")
+    found = list(dict.fromkeys(s["engine"] for s in pieces))
+    engines = [e for e in (engines or found)]
+    missing = [e for e in engines if e not in found]
+    if missing:
+        raise ValueError(f"no shards of {missing} in {out_dir}")
     total_files = len(list(Path(folder).glob("*.json")))
-    run: dict = {"date": max(s["date"] for s in shards), "limit_s": first["limit_s"],
-                 "maskbench_schemas": len(units), "maskbench_selection": _selection(first["stride"], total_files),
+    run: dict = {"limit_s": first["limit_s"], "maskbench_schemas": len(units),
+                 "maskbench_selection": _selection(first["stride"], total_files),
                  "valid_tests": sum(t["valid"] for u in units for t in u["tests"]),
                  "invalid_tests": sum(not t["valid"] for u in units for t in u["tests"]),
-                 "maskbench": {}, "maskbench_misses": {},
-                 "elapsed_s": sum(s["wall_s"] for s in shards),
-                 "shards": [{"start": s["start"], "stop": s["stop"], "date": s["date"], "wall_s": round(s["wall_s"], 1)}
-                            for s in shards]}
-    for e in first["engines"]:
-        res = [r for s in shards for r in s["rows"][e]]
-        run["maskbench"][e] = mb.score(units, res)
-        run["maskbench_misses"][e] = misses(units, res)
-    with_suite = [s for s in shards if s.get("suite")]
-    if with_suite and suite_folder and Path(suite_folder).is_dir():
+                 "maskbench": {}, "maskbench_misses": {}, "coverage": {}, "shards": []}
+    used = []
+    for e in engines:
+        mine, problem = _coverage([s for s in pieces if s["engine"] == e], units)
+        if problem and not (partial and "overlap" not in problem):
+            raise ValueError(f"{e}: {problem}")
+        used += mine
+        covered = [u for s in mine for u in units[s["start"]:s["stop"]]]
+        res = [r for s in mine for r in s["rows"]]
+        run["maskbench"][e] = mb.score(covered, res)
+        run["maskbench_misses"][e] = misses(covered, res)
+        run["coverage"][e] = len(covered)
+        run["shards"] += [{"engine": e, "start": s["start"], "stop": s["stop"], "date": s["date"],
+                           "wall_s": round(s.get("wall_s", 0.0), 1)} for s in mine]
+    run["date"] = max(s["date"] for s in used)
+    run["elapsed_s"] = sum(s.get("wall_s", 0.0) for s in used)
+    if suite_folder and Path(suite_folder).is_dir():
         sunits = mb.load_suite(suite_folder)
-        run["suite"] = {e: mb.score_suite(sunits, res) for e, res in with_suite[-1]["suite"].items()}
-    run["note"] = (f"Run in {len(shards)} shards (`--start/--stop`, each with fresh worker processes and its own hold of "
-                   f"the heavy-job lock), {min(s['date'] for s in shards)} to {run['date']}; the time in the heading "
-                   "is the shards' sum; peak MB is the largest of the shards' workers; percentiles are over all "
-                   "shards' samples together.")
+        suite = {e: next((s["suite"] for s in used if s["engine"] == e and s.get("suite")), None) for e in engines}
+        if any(suite.values()):  # the engines whose shards ran the suite (--suite on one of their shards)
+            run["suite"] = {e: mb.score_suite(sunits, res) for e, res in suite.items() if res}
+    short = [f"{mb.LABELS.get(e, e)} on {n} of the {len(units)} schemas (" + ", ".join(
+        f"[{s['start']}, {s['stop']})" for s in run["shards"] if s["engine"] == e) + " in sorted file-name order)"
+        for e, n in run["coverage"].items() if n < len(units)]
+    run["note"] = (f"Run in shards (`--start/--stop`, each engine's range with fresh worker processes, each shard its "
+                   f"own hold of the heavy-job lock), {min(s['date'] for s in used)} to {run['date']}; the time in "
+                   "the heading is the shards' sum; peak MB is the largest of the shards' workers; percentiles are "
+                   "over all shards' samples together."
+                   + (f" **Partial coverage**: {'; '.join(short)} (the shards of the rest were not run); such a row "
+                      "counts only the schemas its engine ran." if short else ""))
     return run
