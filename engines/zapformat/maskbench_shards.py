@@ -7,9 +7,11 @@ into index ranges of the selected schemas (sorted file-name order, as ``maskbenc
     ...                                                                 (one command per range, each its own lock hold)
     python -m engines.zapformat.bench --maskbench DIR --full --label L --merge
 
-Each shard starts fresh worker processes (``maskbench.run_engine``) and writes every per-schema result, the raw TBM
-samples included, to ``<data dir>/zapformat/maskbench-shards/<label>/shard-<start>-<stop>.json`` (not docs/). The
-merge checks that the shards cover every selected schema exactly once, with one engine set and one time limit,
+Each shard starts fresh worker processes (``maskbench.run_engine``) and writes each engine's per-schema results, the
+raw TBM samples included, to ``<data dir>/zapformat/maskbench-shards/<label>/shard-<start>-<stop>-<engine>.json``
+(not docs/) as soon as that engine is done, so one engine's slow ranges (XGrammar's compile on large schemas) can be
+cut finer than the others' (``--engines xgrammar --start .. --stop ..``). The merge checks that each engine's shards
+cover every selected schema exactly once with one stride and time limit (``--partial``: gaps allowed, reported),
 then scores them with ``maskbench.score`` as a single run would and stores the run in the results JSON/page.
 Peak memory of a merged run is the largest of the shards' workers (each shard's workers start fresh).
 """
