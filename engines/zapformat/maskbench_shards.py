@@ -147,7 +147,7 @@ def merge(folder, out_dir: Path, suite_folder=None, engines: list[str] | None = 
                  "valid_tests": sum(t["valid"] for u in units for t in u["tests"]),
                  "invalid_tests": sum(not t["valid"] for u in units for t in u["tests"]),
                  "maskbench": {}, "maskbench_misses": {}, "coverage": {}, "shards": []}
-    used = []
+    used, covered_ids, failed_ids = [], {}, {}
     for e in engines:
         mine, problem = _coverage([s for s in pieces if s["engine"] == e], units)
         if problem and not (partial and "overlap" not in problem):
@@ -158,8 +158,15 @@ def merge(folder, out_dir: Path, suite_folder=None, engines: list[str] | None = 
         run["maskbench"][e] = mb.score(covered, res)
         run["maskbench_misses"][e] = misses(covered, res)
         run["coverage"][e] = len(covered)
+        covered_ids[e] = [u["id"] for u in covered]
+        failed_ids[e] = set(run["maskbench"][e]["errors"]) | set(run["maskbench_misses"][e])
         run["shards"] += [{"engine": e, "start": s["start"], "stop": s["stop"], "date": s["date"],
                            "wall_s": round(s.get("wall_s", 0.0), 1)} for s in mine]
+    if len(set(run["coverage"].values())) > 1:  # engines cut short: compare them on the schemas all of them ran
+        common = set.intersection(*(set(v) for v in covered_ids.values()))
+        run["common"] = {"schemas": len(common), "passing": {e: len(common - failed_ids[e]) for e in engines},
+                         "wrong_accepts": {e: sum(m["wrong_accepts"] for i, m in run["maskbench_misses"][e].items()
+                                                  if i in common) for e in engines}}
     run["date"] = max(s["date"] for s in used)
     run["elapsed_s"] = sum(s.get("wall_s", 0.0) for s in used)
     if suite_folder and Path(suite_folder).is_dir():
@@ -175,5 +182,8 @@ def merge(folder, out_dir: Path, suite_folder=None, engines: list[str] | None = 
                    "the heading is the shards' sum; peak MB is the largest of the shards' workers; percentiles are "
                    "over all shards' samples together."
                    + (f" **Partial coverage**: {'; '.join(short)} (the shards of the rest were not run); such a row "
-                      "counts only the schemas its engine ran." if short else ""))
+                      "counts only the schemas its engine ran." if short else "")
+                   + (f" On the {run['common']['schemas']} schemas every engine ran, passing: " + ", ".join(
+                       f"{mb.LABELS.get(e, e)} {k} (wrong accepts {run['common']['wrong_accepts'][e]})"
+                       for e, k in run["common"]["passing"].items()) + "." if "common" in run else ""))
     return run

@@ -118,6 +118,8 @@ def test_engines_cut_differently_and_a_partial_merge(corpus, tmp_path):
     run = shards.merge(corpus, out, partial=True)
     assert run["coverage"] == {"fast": 5, "slow": 4} and run["maskbench"]["slow"]["schemas"] == 4
     assert "Partial coverage" in run["note"] and "[0, 3), [4, 5)" in run["note"]
+    # compared on the schemas both ran: 0-2 and 4 (schema 1 is a compile error for both)
+    assert run["common"] == {"schemas": 4, "passing": {"fast": 3, "slow": 3}, "wrong_accepts": {"fast": 0, "slow": 0}}
 
 
 def test_first_layout_shard_files_still_merge(corpus, tmp_path):
