@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed
 # Packages whose declared dependencies are wrong for us (CLI plugins, old pins): installed --no-deps.
 NODEPS := requirements-nodeps.txt
 
-.PHONY: install run test test-fast bench reproduce models lint clean fuzz docker-check faults load load-redis cancel
+.PHONY: install run test test-fast bench reproduce models lint clean fuzz docker-check faults load load-redis cancel flower
 
 $(PY):
 	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -42,6 +42,10 @@ fuzz: install
 # a corrupt cached model; deselected from `make test`.
 faults: install
 	PAPERLAB_PROFILE=test PAPERLAB_FAULT_TESTS=1 $(PY) -m pytest -q -m fault tests/reliability $(PYTEST_ARGS)
+
+# The specs' optional Flower engine-parity checks (flwr simulation on Ray; a Ray start-up each, so not in make test).
+flower: install
+	PAPERLAB_PROFILE=test PAPERLAB_FLOWER_TESTS=1 $(PY) -m pytest -q -m flower_extra tests/engines $(PYTEST_ARGS)
 
 # Every registry entry started, cancelled once inside its loop and timed (bound 10 s; docs/reliability.md);
 # `make test` runs the entries that start quickly. Writes docs/reliability-cancel.tsv.

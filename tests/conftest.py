@@ -31,6 +31,9 @@ def pytest_configure(config):
     # Registered here, not in pyproject.toml (an edit there makes `make` reinstall the package).
     config.addinivalue_line("markers", "cancel_full: per-entry cancellation of entries slow to start (make cancel; "
                                        "deselected from make test unless PAPERLAB_CANCEL_TESTS=1)")
+    config.addinivalue_line("markers", "flower_extra: the specs' optional Flower engine-parity checks (a Ray start-up "
+                                       "each, ~1 min; make flower; deselected from make test unless "
+                                       "PAPERLAB_FLOWER_TESTS=1; make reproduce measures the same parity)")
 
 
 def pytest_collection_modifyitems(config, items):
@@ -43,12 +46,14 @@ def pytest_collection_modifyitems(config, items):
         if faults:
             config.hook.pytest_deselected(items=faults)
             items[:] = [item for item in items if not item.get_closest_marker("fault")]
-    # Per-entry cancellation of the entries that are slow to start runs in `make cancel`.
-    if os.environ.get("PAPERLAB_CANCEL_TESTS", "") != "1":
-        slow = [item for item in items if item.get_closest_marker("cancel_full")]
-        if slow:
-            config.hook.pytest_deselected(items=slow)
-            items[:] = [item for item in items if not item.get_closest_marker("cancel_full")]
+    # Per-entry cancellation of the entries that are slow to start runs in `make cancel`, the Flower parity checks
+    # in `make flower`.
+    for marker, opt_in in (("cancel_full", "PAPERLAB_CANCEL_TESTS"), ("flower_extra", "PAPERLAB_FLOWER_TESTS")):
+        if os.environ.get(opt_in, "") != "1":
+            slow = [item for item in items if item.get_closest_marker(marker)]
+            if slow:
+                config.hook.pytest_deselected(items=slow)
+                items[:] = [item for item in items if not item.get_closest_marker(marker)]
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):

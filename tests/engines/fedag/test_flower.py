@@ -13,7 +13,7 @@ from engines.fedag.flower import FlowerTransport, _record, run_fedag_flower
 from engines.fedag.params import FederationParams
 
 
-@pytest.mark.slow
+@pytest.mark.flower_extra  # spec check 6 "(slow, optional)": `make flower`; make reproduce measures it too
 def test_flower_simulation_matches_the_in_process_driver():
     torch.set_num_threads(1)
     p = FederationParams(rounds=2, init_epochs=2, local_epochs=1, interact_epochs=1, images_per_domain=60,
