@@ -127,17 +127,10 @@ def run_method(task: Task, method: str, hps: list[HyperParams], rounds: int, com
     R, n = len(hps), len(comm.workers)
     rngs = worker_rngs(seed, comm.workers)
     X = task.x0.to(dt).reshape(1, dim).repeat(R, 1)
-    col = lambda v: v.reshape(R, 1, 1)  # noqa: E731
     inner: dict[str, torch.Tensor] = {}
-    outer: dict[str, torch.Tensor] = {}
     if md.inner in ("adam", "adam_avg"):
         inner = {"m": torch.zeros(R, n, dim, dtype=dt), "v": torch.zeros(R, n, dim, dtype=dt)}
-    if md.outer in ("adam", "yogi"):
-        outer = {"m": torch.zeros(R, dim, dtype=dt), "v": torch.zeros(R, dim, dtype=dt)}
-    elif md.outer in ("adagrad", "rmsprop"):
-        outer = {"v": torch.zeros(R, dim, dtype=dt)}
-    elif md.outer == "nesterov" or (md.outer == "biclip" and h.mu > 0):
-        outer = {"m": torch.zeros(R, dim, dtype=dt)}
+    outer = outer_state(md.outer, h, R, dim, dt)
 
     losses = np.full((R, rounds + 1), np.nan)
     losses[:, 0] = task.loss(X)
@@ -146,28 +139,7 @@ def run_method(task: Task, method: str, hps: list[HyperParams], rounds: int, com
     diverged: list[int | None] = [None] * R
     step = 0
     for t in range(rounds):
-        d_t, u_t = threshold_schedule(h.d_in, h.u_in, t, h.gamma)
-        W = X.unsqueeze(1).repeat(1, n, 1)
-        cf = torch.zeros(R, 2, dtype=dt)
-        for _k in range(z):
-            g = task.grads(W, comm.workers, rngs)
-            step += 1
-            if md.inner == "sgd":
-                upd = g
-            elif md.inner == "l2clip":
-                upd = l2_clip(g, col(u_t))
-                cf[:, 0] += (g.norm(dim=-1) > u_t.reshape(R, 1)).to(dt).mean(1)
-            elif md.inner == "biclip":
-                upd = bi_clip(g, col(d_t), col(u_t))
-                down, up = clip_fractions(g, col(d_t), col(u_t))
-                cf += torch.stack([down.mean(1), up.mean(1)], -1)
-            else:  # Adam on the worker, bias-corrected, step counter = inner steps so far
-                inner["m"].mul_(h.beta1).add_(g, alpha=1 - h.beta1)
-                inner["v"].mul_(h.beta2).addcmul_(g, g, value=1 - h.beta2)
-                mh = inner["m"] / (1 - h.beta1**step)
-                vh = inner["v"] / (1 - h.beta2**step)
-                upd = mh / (vh.sqrt() + h.eps)
-            W = W - col(h.lr_in) * upd
+        W, cf, step = local_round(task, md.inner, h, X, comm.workers, rngs, t, inner, step)
         clip_in[:, t] = (cf / z).numpy()
         delta = comm.mean(W - X.unsqueeze(1))  # one d-float message per worker
         if md.inner == "adam_avg":  # local Adam with averaged moments: 2d more floats each way
@@ -184,6 +156,51 @@ def run_method(task: Task, method: str, hps: list[HyperParams], rounds: int, com
     st_w = sum(v[0, 0].numel() for v in inner.values()) / dim
     st_s = sum(v[0].numel() for v in outer.values()) / dim
     return Trace(losses, diverged, clip_in, clip_out, X, st_w, st_s, comm.floats_sent / max(rounds, 1), scale)
+
+
+def local_round(task: Task, kind: str, h: Resolved, X: torch.Tensor, workers: list[int],
+                rngs: list[np.random.Generator], t: int, inner: dict, step: int) -> tuple[torch.Tensor, torch.Tensor, int]:
+    """One round's z inner steps of the workers ``workers`` from x_t = X [R, d] (Algorithm 1, lines 4-7).
+
+    Returns their iterates W [R, n, d], the clip fractions [R, 2] summed over the z steps, and the inner-step
+    counter (local Adam's bias correction). ``inner`` holds local Adam's moments [R, n, d] (updated in place);
+    each worker draws from its own generator in ``rngs``, so any subset of workers gives the same numbers."""
+    R, n, dt, z = X.shape[0], len(workers), task.dtype, task.p.local_steps
+    col = lambda v: v.reshape(R, 1, 1)  # noqa: E731
+    d_t, u_t = threshold_schedule(h.d_in, h.u_in, t, h.gamma)
+    W = X.unsqueeze(1).repeat(1, n, 1)
+    cf = torch.zeros(R, 2, dtype=dt)
+    for _k in range(z):
+        g = task.grads(W, workers, rngs)
+        step += 1
+        if kind == "sgd":
+            upd = g
+        elif kind == "l2clip":
+            upd = l2_clip(g, col(u_t))
+            cf[:, 0] += (g.norm(dim=-1) > u_t.reshape(R, 1)).to(dt).mean(1)
+        elif kind == "biclip":
+            upd = bi_clip(g, col(d_t), col(u_t))
+            down, up = clip_fractions(g, col(d_t), col(u_t))
+            cf += torch.stack([down.mean(1), up.mean(1)], -1)
+        else:  # Adam on the worker, bias-corrected, step counter = inner steps so far
+            inner["m"].mul_(h.beta1).add_(g, alpha=1 - h.beta1)
+            inner["v"].mul_(h.beta2).addcmul_(g, g, value=1 - h.beta2)
+            mh = inner["m"] / (1 - h.beta1**step)
+            vh = inner["v"] / (1 - h.beta2**step)
+            upd = mh / (vh.sqrt() + h.eps)
+        W = W - col(h.lr_in) * upd
+    return W, cf, step
+
+
+def outer_state(kind: str, h: Resolved, R: int, dim: int, dt) -> dict[str, torch.Tensor]:
+    """The server optimiser's state tensors [R, d] (empty for FedAvg and Bi²Clip without momentum)."""
+    if kind in ("adam", "yogi"):
+        return {"m": torch.zeros(R, dim, dtype=dt), "v": torch.zeros(R, dim, dtype=dt)}
+    if kind in ("adagrad", "rmsprop"):
+        return {"v": torch.zeros(R, dim, dtype=dt)}
+    if kind == "nesterov" or (kind == "biclip" and h.mu > 0):
+        return {"m": torch.zeros(R, dim, dtype=dt)}
+    return {}
 
 
 def outer_step(kind: str, h: Resolved, X: torch.Tensor, delta: torch.Tensor, st: dict, t: int,
