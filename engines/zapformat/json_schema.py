@@ -1151,7 +1151,8 @@ class _Converter:
             if not isinstance(vals, list) or not vals:
                 raise SchemaError(ptr + "/enum", "enum must be a non-empty list")
         rest = {k: v for k, v in s.items() if k not in ("enum", "const") and not k.startswith("_")}
-        bad = {_canon(v) for v in s.get("_not_values", [])}
+        # values excluded by a negation: not {enum/const}, and the strings of a negated if-condition's const/enum
+        bad = {_canon(v) for v in list(s.get("_not_values", [])) + list(s.get("_not_strings", []))}
         keep, cache = [], {}
         for v in vals:
             t = _types_of(v)

@@ -120,6 +120,13 @@ CASES = [
      ['{"t":"https"}', '{"t":"http","port":8080}', "{}"]),
     ("if/then/else numbers", {"if": {"exclusiveMaximum": 0}, "then": {"minimum": -10}, "else": {"multipleOf": 2}},
      ["-1", "-10", "0", "4", '"x"'], ["-11", "3"]),
+    # the negated condition (t is not "static") next to an enum of t: the enum must lose "static" (MaskBench
+    # JsonSchemaStore---schema-app and ---shopware-project-schema were wrong accepts before)
+    ("if/then over an enum", {"type": "object", "properties": {"t": {"enum": ["static", "function"]}},
+                              "allOf": [{"if": {"properties": {"t": {"const": "static"}}},
+                                         "then": {"properties": {"r": {"enum": ["react"]}}}}]},
+     ['{"t":"static","r":"react"}', '{"t":"function","r":"x"}', '{"t":"static"}', '{"r":"react"}'],
+     ['{"t":"static","r":"x"}', '{"r":"x"}', '{"t":"other"}']),
     ("unknown keywords ignored", {"type": "integer", "x-extension": 1, "readonly": True}, ["1"], ['"a"']),
 ]
 
