@@ -136,7 +136,8 @@ def merge(folder, out_dir: Path, suite_folder=None, engines: list[str] | None = 
     units = mb.load_maskbench(folder, first["stride"])
     if len(units) != first["total"]:
         raise ValueError(f"{folder} now selects {len(units)} schemas, the shards were cut from {first['total']}")
-    found = list(dict.fromkeys(s["engine"] for s in pieces))
+    order = list(mb.SESSIONS)  # ours first, as in a single run
+    found = sorted(dict.fromkeys(s["engine"] for s in pieces), key=lambda e: order.index(e) if e in order else 99)
     engines = [e for e in (engines or found)]
     missing = [e for e in engines if e not in found]
     if missing:
