@@ -15,7 +15,8 @@
 ``python -m engines.zapformat.bench_core page``
     Both results are stored in docs/results/zapformat-core.json; with the MaskBench run labelled
     ``compiled-core`` (``python -m engines.zapformat.bench --engines zapformat,zapformat-python,llguidance,
-    xgrammar,kbnf --label compiled-core``) they make the "Compiled core" section of docs/results/zapformat.md
+    xgrammar,kbnf --label compiled-core``) and the whole-sample run labelled ``full-sample`` (shards merged by
+    ``--merge``, maskbench_shards.py) they make the "Compiled core" section of docs/results/zapformat.md
     (between its markers; ``make reproduce`` re-emits it), against the issue's targets.
 """
 from __future__ import annotations
