@@ -210,10 +210,9 @@ def run_fedag_flower(s: Setup, lam: float | None = None, quality: bool | None = 
                      verbose: bool = False) -> dict:
     """FedAG through ``flwr.simulation.run_simulation`` (Ray backend): one SuperNode per client. Returns what
     ``drivers.run_fedag`` returns, plus ``wall_s``."""
-    import logging
-
     from flwr.serverapp import ServerApp
-    from flwr.simulation import run_simulation
+
+    from engines.common.flower import simulate
 
     from . import drivers as dr
 
@@ -231,15 +230,9 @@ def run_fedag_flower(s: Setup, lam: float | None = None, quality: bool | None = 
         except BaseException as e:  # noqa: BLE001 - re-raised in the caller's thread below
             errors.append(e)
 
-    t0 = time.perf_counter()
     n = s.params.clients_per_domain * len(s.in_domains)
-    cfg = backend_config or {"client_resources": {"num_cpus": 1, "num_gpus": 0.0},
-                             "init_args": {"num_cpus": min(n, 2), "include_dashboard": False,
-                                           "logging_level": logging.ERROR, "log_to_driver": verbose}}
-    run_simulation(app, client_app(), num_supernodes=n, backend_config=cfg, verbose_logging=verbose)
-    if errors:
-        raise errors[0]
+    wall_s = simulate(app, client_app(), n, errors, verbose, backend_config)
     if "history" not in out:
         raise RuntimeError("the Flower simulation ended without a result (see its log)")
-    out["wall_s"] = time.perf_counter() - t0
+    out["wall_s"] = wall_s
     return out

@@ -170,11 +170,10 @@ def run_flower(p: ProblemParams, bi2clip: HyperParams, fedadam: HyperParams, see
     ``p.workers`` SuperNodes of one ``run_simulation``. FedAdam's hyper-parameters: η = ``lr_out``, clients' SGD
     step ``lr_in``, β₁, β₂, τ = ``eps``. Returns per strategy the final x, F(x_t) for t = 0..rounds and the
     aggregated train metrics, plus ``wall_s``."""
-    import logging
-
     from flwr.serverapp import ServerApp
     from flwr.serverapp.strategy import FedAdam
-    from flwr.simulation import run_simulation
+
+    from engines.common.flower import simulate
 
     task = make_task(p, optimum=False)  # the server evaluates the global objective, as the simulator does
     scale = probe_scale(task, seed)
@@ -215,16 +214,10 @@ def run_flower(p: ProblemParams, bi2clip: HyperParams, fedadam: HyperParams, see
         except BaseException as e:  # noqa: BLE001 - re-raised in the caller's thread below
             errors.append(e)
 
-    t0 = time.perf_counter()
-    cfg = {"client_resources": {"num_cpus": 1, "num_gpus": 0.0},
-           "init_args": {"num_cpus": min(n, 2), "include_dashboard": False, "logging_level": logging.ERROR,
-                         "log_to_driver": verbose}}
-    run_simulation(app, client_app(), num_supernodes=n, backend_config=cfg, verbose_logging=verbose)
-    if errors:
-        raise errors[0]
+    wall_s = simulate(app, client_app(), n, errors, verbose)
     if "fedadam" not in out:
         raise RuntimeError("the Flower simulation ended without a result (see its log)")
-    out["wall_s"] = time.perf_counter() - t0
+    out["wall_s"] = wall_s
     out["scale"] = scale
     return out
 
