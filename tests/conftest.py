@@ -32,7 +32,7 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "cancel_full: per-entry cancellation of entries slow to start (make cancel; "
                                        "deselected from make test unless PAPERLAB_CANCEL_TESTS=1)")
     config.addinivalue_line("markers", "flower_extra: the specs' optional Flower engine-parity checks (a Ray start-up "
-                                       "each, ~1 min; make flower; deselected from make test unless "
+                                       "each: 11-21 s idle, ~1 min busy; make flower; deselected from make test unless "
                                        "PAPERLAB_FLOWER_TESTS=1; make reproduce measures the same parity)")
 
 
