@@ -8,6 +8,27 @@ from __future__ import annotations
 import logging
 import time
 
+import numpy as np
+
+
+def array_record(arrays: dict[str, np.ndarray]):
+    """A Flower ``ArrayRecord`` of named numpy arrays (made contiguous, as Flower's serialiser needs)."""
+    from flwr.app import Array, ArrayRecord
+
+    rec = ArrayRecord()
+    for k, v in arrays.items():
+        rec[k] = Array.from_numpy_ndarray(np.ascontiguousarray(v))
+    return rec
+
+
+def wait_for_nodes(grid, n: int, timeout_s: float) -> None:
+    """Block until ``n`` SuperNodes have registered with the ``Grid`` (they register while the ServerApp starts)."""
+    t0 = time.monotonic()
+    while len(list(grid.get_node_ids())) < n:
+        if time.monotonic() - t0 > timeout_s:
+            raise RuntimeError(f"Flower: {len(list(grid.get_node_ids()))} of {n} client nodes connected")
+        time.sleep(0.05)
+
 
 def simulate(server_app, client_app, n_nodes: int, errors: list[BaseException], verbose: bool = False,
              backend_config: dict | None = None) -> float:

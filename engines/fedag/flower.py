@@ -22,27 +22,20 @@ only here; nothing else in the method imports them.
 from __future__ import annotations
 
 import dataclasses
-import time
 from functools import lru_cache
 from typing import Callable
 
 import numpy as np
 import torch
 
+from engines.common.flower import array_record as _record
+from engines.common.flower import wait_for_nodes
+
 from .federation import N_CLASSES, Client, ClientUpdate, PrivacyViolation, Setup, check_private, silos, state_numpy
 from .params import FederationParams
 
 #: the payload a client reply may carry (anything else is refused by the server)
 REPLY_KEYS = {"weights", "quality", "metrics"}
-
-
-def _record(arrays: dict[str, np.ndarray]):
-    from flwr.app import Array, ArrayRecord
-
-    rec = ArrayRecord()
-    for k, v in arrays.items():
-        rec[k] = Array.from_numpy_ndarray(np.ascontiguousarray(v))
-    return rec
 
 
 def _arrays(rec) -> dict[str, np.ndarray]:
@@ -138,11 +131,7 @@ class FlowerTransport:
         self.pending: dict[int, dict[str, np.ndarray]] = {}
         self.momentum = s.params.momentum
         n = s.params.clients_per_domain * len(s.in_domains)
-        t0 = time.monotonic()
-        while len(list(grid.get_node_ids())) < n:  # the SuperNodes register while the ServerApp starts
-            if time.monotonic() - t0 > timeout_s:
-                raise RuntimeError(f"Flower: {len(list(grid.get_node_ids()))} of {n} client nodes connected")
-            time.sleep(0.05)
+        wait_for_nodes(grid, n, timeout_s)
         asks = [Message(RecordDict({"config": ConfigRecord({"params": self.params_json})}), dst_node_id=nid,
                         message_type="query") for nid in grid.get_node_ids()]
         self.node_of: dict[int, int] = {}

@@ -24,11 +24,12 @@ here.
 from __future__ import annotations
 
 import json
-import time
 from functools import lru_cache
 
 import numpy as np
 import torch
+
+from engines.common.flower import array_record, wait_for_nodes
 
 from .algorithms import Resolved, local_round, outer_state, outer_step, resolve
 from .params import HyperParams, ProblemParams
@@ -46,9 +47,7 @@ def _task(problem_json: str) -> Task:
 
 
 def _x_record(x: np.ndarray):
-    from flwr.app import Array, ArrayRecord
-
-    return ArrayRecord({"x": Array.from_numpy_ndarray(np.ascontiguousarray(x))})
+    return array_record({"x": x})
 
 
 # ---- the client ----------------------------------------------------------------------------------------------------
@@ -196,11 +195,7 @@ def run_flower(p: ProblemParams, bi2clip: HyperParams, fedadam: HyperParams, see
     @app.main()
     def main(grid, context) -> None:
         try:
-            t0 = time.monotonic()
-            while len(list(grid.get_node_ids())) < n:  # the SuperNodes register while the ServerApp starts
-                if time.monotonic() - t0 > timeout_s:
-                    raise RuntimeError(f"Flower: {len(list(grid.get_node_ids()))} of {n} client nodes connected")
-                time.sleep(0.05)
+            wait_for_nodes(grid, n, timeout_s)
             x0 = _x_record(task.x0.numpy())
             s = bi2clip_strategy(resolve([bi2clip], scale, z, dim, task.dtype), n, dim, task.dtype)
             r = s.start(grid, x0, num_rounds=rounds, timeout=timeout_s, evaluate_fn=evaluate,
