@@ -76,9 +76,9 @@ def schedule_temperature(schedule: str, temperature: float, t: float) -> float:
     return temperature * (1.0 - t / end) ** p
 
 
-def schedule_offset(solver: str, grid: torch.Tensor | None) -> float:
-    """δ of the official ``nstep_inference``: the schedule is read at t + δ."""
-    if grid is None or len(grid) < 2:
+def schedule_offset(solver: str, grid: torch.Tensor) -> float:
+    """δ of the official ``nstep_inference``: the schedule is read at t + δ (0 for adaptive solvers)."""
+    if len(grid) < 2:
         return 0.0
     h = float(grid[-1] - grid[-2])
     if solver == "midpoint":
@@ -123,7 +123,7 @@ def next_token_logits(adapter: Adapter, flow: FlowPath | None, main: MainPass, o
         grid = torch.tensor([0.0, 1.0], dtype=torch.float64, device=dev)
     else:
         grid = torch.linspace(0.0, 1.0, opt.steps, dtype=torch.float64, device=dev)
-    delta = schedule_offset(opt.solver, grid) if opt.solver not in ADAPTIVE_SOLVERS else 0.0
+    delta = schedule_offset(opt.solver, grid)
 
     def velocity(tt: torch.Tensor, x: torch.Tensor, lab, record: bool = True) -> torch.Tensor:
         logits = flow(adapter, main, q_pos, x.to(dtype), tt.to(dtype).view(1, 1), lab)
