@@ -528,6 +528,13 @@ def run_engine(engine: str, units: list[dict], limit_s: float, log=print, suite:
 # ----------------------------------------------------------------------------- scoring
 
 
+def wrong_counts(unit: dict, result: dict) -> tuple[int, int]:
+    """(wrong accepts, wrong rejects) of one compiled schema's verdicts on its instances."""
+    wa = sum(1 for t, a in zip(unit["tests"], result["tests"]) if a and not t["valid"])
+    wr = sum(1 for t, a in zip(unit["tests"], result["tests"]) if not a and t["valid"])
+    return wa, wr
+
+
 def score(units: list[dict], results: list[dict]) -> dict:
     by_id = {u["id"]: u for u in units}
     s = {"schemas": len(results), "passing": 0, "compile_errors": 0, "crashes": 0, "timeouts": 0,
@@ -545,8 +552,7 @@ def score(units: list[dict], results: list[dict]) -> dict:
             s["crashes" if st != "timeout" else "timeouts"] += 1
             errors[r["id"]] = f"{st}: {r.get('error', '')}"
             continue
-        wa = sum(1 for t, a in zip(u["tests"], r["tests"]) if a and not t["valid"])
-        wr = sum(1 for t, a in zip(u["tests"], r["tests"]) if not a and t["valid"])
+        wa, wr = wrong_counts(u, r)
         s["wrong_accepts"] += wa
         s["wrong_rejects"] += wr
         s["passing"] += wa == 0 and wr == 0

@@ -111,8 +111,7 @@ def misses(units: list[dict], results: list[dict]) -> dict:
     for u, r in zip(units, results):
         if r.get("status") != "ok":
             continue
-        wa = sum(1 for t, a in zip(u["tests"], r["tests"]) if a and not t["valid"])
-        wr = sum(1 for t, a in zip(u["tests"], r["tests"]) if not a and t["valid"])
+        wa, wr = mb.wrong_counts(u, r)
         if wa or wr:
             out[u["id"]] = {"wrong_accepts": wa, "wrong_rejects": wr}
     return out
