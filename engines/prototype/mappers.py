@@ -727,26 +727,31 @@ class InterfaceMapper:
                            r"(?:the |its |at the )?([a-z]+)\b", cl)
             if m2 is None or q is not None:
                 return None
-            a, b = POSITION.get(m2.group(1)), POSITION.get(m2.group(3))
-            if not a or not b or a == b:
+            found = self._radius_ratio(m2.group(1), m2.group(3))
+            if found is None:
                 return None
-            for pid, attr in self.attrs.items():
-                d = re.match(r"(\w+) radius over (\w+) radius", attr.get("description", ""))
-                if attr["unit"] == "ratio" and d and {POSITION.get(d.group(1)), POSITION.get(d.group(2))} == {a, b}:
-                    up = m2.group(2) in ("wider", "bigger", "broader")
-                    return Adjust(target=pid, dir="+" if up == (POSITION.get(d.group(1)) == a) else "-",
-                                  mag=L.magnitude(cl)[0], said=cl)
-            return None
+            pid, a_on_top = found
+            up = m2.group(2) in ("wider", "bigger", "broader")
+            return Adjust(target=pid, dir="+" if up == a_on_top else "-", mag=L.magnitude(cl)[0], said=cl)
         if q is None or q.change is None:
             return None
-        a, b = POSITION.get(m.group(1)), POSITION.get(m.group(4))
+        found = self._radius_ratio(m.group(1), m.group(4))
+        if found is None:
+            return None
+        pid, a_on_top = found
+        r = 1 + q.change if m.group(3) in ("wider", "bigger", "broader") else 1 - q.change
+        return SetOp(target=pid, value=r if a_on_top else 1 / r, said=cl)
+
+    def _radius_ratio(self, word_a: str, word_b: str) -> tuple[str, bool] | None:
+        """The ratio attribute described "<x> radius over <y> radius" whose two positions are those the words name
+        ("rim", "foot"), and whether ``word_a``'s position is its numerator; None when there is none."""
+        a, b = POSITION.get(word_a), POSITION.get(word_b)
         if not a or not b or a == b:
             return None
         for pid, attr in self.attrs.items():
             d = re.match(r"(\w+) radius over (\w+) radius", attr.get("description", ""))
             if attr["unit"] == "ratio" and d and {POSITION.get(d.group(1)), POSITION.get(d.group(2))} == {a, b}:
-                r = 1 + q.change if m.group(3) in ("wider", "bigger", "broader") else 1 - q.change
-                return SetOp(target=pid, value=r if POSITION.get(d.group(1)) == a else 1 / r, said=cl)
+                return pid, POSITION.get(d.group(1)) == a
         return None
 
     def _bare_mention(self, cl: str) -> bool:
