@@ -204,12 +204,13 @@ def test_each_later_set_was_committed_alone_before_its_rounds_first_fix(later):
     assert subprocess.run(["git", "merge-base", "--is-ancestor", frozen, fix], cwd=ROOT).returncode == 0
 
 
-def test_no_parser_change_between_set_2s_first_run_and_set_3s_freeze():
+@pytest.mark.parametrize("earlier, later", [(2, 3), (4, 5), (5, 6)])
+def test_no_parser_change_between_a_sets_first_run_and_the_next_sets_freeze(earlier, later):
     """From the third round on, nothing the mappers run changed between the previous set's first-run record and
     the new set's freeze (the second round had one such change, documented: the scale-factor refusal after set
-    1's first run, before set 2 was written)."""
-    record, frozen = _first_commit("engines/prototype/data/heldout2_first_run.json"), \
-        _first_commit("engines/prototype/data/instructions_heldout3.yaml")
+    1's first run, before set 2 was written; set 3 → 4 has its own test below, with a documented refactor)."""
+    record, frozen = _first_commit(f"engines/prototype/data/heldout{earlier}_first_run.json"), \
+        _first_commit(f"engines/prototype/data/instructions_heldout{later}.yaml")
     if not _full_history() or record is None or frozen is None:
         pytest.skip("no full git history here")
     engine = [f"engines/prototype/{p.name}" for p in (ROOT / "engines/prototype").glob("*.py") if p.name != "reproduce.py"]
@@ -259,15 +260,6 @@ def test_the_fourth_set_stresses_designer_phrasing_and_refusals():
     assert sum(r["kind"] == "keep" and bool(r.get("refuse")) for r in rows) >= 5
 
 
-def test_no_parser_change_between_set_4s_first_run_and_set_5s_freeze():
-    record, frozen = _first_commit("engines/prototype/data/heldout4_first_run.json"), \
-        _first_commit("engines/prototype/data/instructions_heldout5.yaml")
-    if not _full_history() or record is None or frozen is None:
-        pytest.skip("no full git history here")
-    engine = [f"engines/prototype/{p.name}" for p in (ROOT / "engines/prototype").glob("*.py") if p.name != "reproduce.py"]
-    assert _git("rev-list", f"{record}..{frozen}", "--", *engine).split() == []
-
-
 def test_the_fifth_set_stresses_designer_phrasing_and_refusals():
     """Set 5's emphasis: at least 100 instructions, at least 45 refusals (impossible values, keep clauses that
     cannot hold, unsupported requests alone and inside multi-clause instructions), look-alikes on every product,
@@ -286,15 +278,6 @@ def test_the_fifth_set_stresses_designer_phrasing_and_refusals():
     for pattern in (r"diameter|across", r"\d+ cm wide", r"inch", r"%", r"one and a half|1\.5x|\bthird|quarter|fifth",
                     r"too \w+", r"\d+ (?:cm|mm) too", r"litre", r"[+-]\d", r"minus"):
         assert re.search(pattern, texts), pattern
-
-
-def test_no_parser_change_between_set_5s_first_run_and_set_6s_freeze():
-    record, frozen = _first_commit("engines/prototype/data/heldout5_first_run.json"), \
-        _first_commit("engines/prototype/data/instructions_heldout6.yaml")
-    if not _full_history() or record is None or frozen is None:
-        pytest.skip("no full git history here")
-    engine = [f"engines/prototype/{p.name}" for p in (ROOT / "engines/prototype").glob("*.py") if p.name != "reproduce.py"]
-    assert _git("rev-list", f"{record}..{frozen}", "--", *engine).split() == []
 
 
 def test_the_sixth_set_stresses_designer_phrasing_and_refusals():
