@@ -307,7 +307,7 @@ def _drop_unmarked(text: str, head: str, begin: str) -> str:
 # claims; an older one is reported as a *former* held-out set (its first run stays on the page, but failures
 # seen on it were fixed afterwards, so it is no longer held-out).
 HELDOUT_SETS = ("heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6")
-SET_NUMBER = {"heldout": 1, "heldout2": 2, "heldout3": 3, "heldout4": 4, "heldout5": 5, "heldout6": 6}
+SET_NUMBER = {name: k for k, name in enumerate(HELDOUT_SETS, 1)}
 # A set's heading while it carries the claims (or awaits its first run), and once it is a former held-out set.
 CLAIM_TITLES = {
     "heldout": "Held-out designer-phrasing set (issue 30; frozen before its first run)",
@@ -328,15 +328,14 @@ FORMER_TITLES = {
 # Label errors found in a held-out set after its first run (a wrong expectation, not a parser failure): each
 # one is listed here and printed on the results page; the first run's outcomes are re-judged with the
 # corrected label. A parser failure is never listed here: it stays a failure of the first run.
-LABEL_FIXES: dict[str, list[dict]] = {"heldout": [], "heldout2": [], "heldout3": [], "heldout4": [], "heldout5": [],
-                                   "heldout6": []}  # {"text", "was", "now", "why"}
+LABEL_FIXES: dict[str, list[dict]] = {name: [] for name in HELDOUT_SETS}  # {"text", "was", "now", "why"}
 # Attempts at a first run that produced no figure (what stopped them; the parser was not changed after them).
-ABORTED_ATTEMPTS = {"heldout": [
+ABORTED_ATTEMPTS = {**{name: [] for name in HELDOUT_SETS}, "heldout": [
     "2026-12-02 15:09 UTC: the harness stopped at the default mapper's exception on “reduce the cap height by "
     "200%” (it built a scale operation with factor −1, which the typed program rejects: pydantic ValidationError) "
     "before any mapper's figures were printed or recorded. The harness (`fresh.run`) now records a mapper "
     "exception as that row's failure — not a refusal — and the rerun, with the parser unchanged, is the first run.",
-], "heldout2": [], "heldout3": [], "heldout4": [], "heldout5": [], "heldout6": []}
+]}
 # What happened to a former held-out set after its first run.
 AFTERWARDS = {"heldout": (
     "Its first run (below) was the claim until the second held-out set was written. The parser failures seen at "
