@@ -5,7 +5,8 @@ development sets now that the failures of their first runs were fixed, and so is
 2's first run, frozen before its fixes; its failures were fixed in the fourth round), and so is ``heldout4`` (written
 after set 3's first run, frozen before the fourth round; its failures were fixed in the fifth round); ``heldout5``
 (written after set 4's first run, frozen before the fifth round) carried it until ``heldout6`` (written after set
-5's first run, frozen before the sixth round) had its first run. All are checked alike."""
+5's first run, frozen before the sixth round) had its first run; ``heldout6`` carries it until ``heldout7`` (written
+after the sixth round, frozen before any further parser change) has its first run. All are checked alike."""
 from __future__ import annotations
 
 import difflib
@@ -28,7 +29,7 @@ def _norm(t: str) -> str:
     return " ".join(re.sub(r"[^\w%°+\-.]+", " ", t.lower()).split())
 
 
-SETS = ("heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6")
+SETS = ("heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "heldout7")
 ROOT = fresh.DATA.parents[2]
 # The first commit of each later round's parser fixes, named by the module it added: the set written for that
 # round must have been committed alone before it.
@@ -301,4 +302,57 @@ def test_the_sixth_set_stresses_designer_phrasing_and_refusals():
     for pattern in (r"diameter|across", r"\d+ cm wide", r"inch", r"%", r"\bthird|quarter|doubled|triple",
                     r"too \w+", r"\d+ cm too|higher than i want", r"litre", r"\bml\b", r"[+-]\d", r"minus",
                     r"\d m\b", r"by the same"):
+        assert re.search(pattern, texts), pattern
+
+
+def _engine_files() -> list[str]:
+    return [f"engines/prototype/{p.name}" for p in (ROOT / "engines/prototype").glob("*.py")
+            if p.name not in ("reproduce.py", "fresh.py")]
+
+
+def test_set_7_was_frozen_after_the_sixth_round_and_its_first_run_measures_that_parser():
+    """Set 7 measures the sixth round's parser: its freeze comes after the round's last parser commit (part 2,
+    the commit that added ``test_round6_phrasing.py``'s last rules), and the code its first run records differs
+    from the freeze in no file the mappers run (``fresh.py`` / ``reproduce.py`` only register the set). Unlike sets
+    4 to 6 there is no "no parser change between set 6's first-run record and set 7's freeze": the sixth round's
+    fixes were made between the two, on purpose — set 7 is written to measure them."""
+    frozen = _first_commit("engines/prototype/data/instructions_heldout7.yaml")
+    record6 = _first_commit("engines/prototype/data/heldout6_first_run.json")
+    if not _full_history() or frozen is None or record6 is None:
+        pytest.skip("no full git history here")
+    import subprocess
+
+    assert subprocess.run(["git", "merge-base", "--is-ancestor", record6, frozen], cwd=ROOT).returncode == 0
+    assert _git("show", "--name-only", "--format=", frozen).split() == ["engines/prototype/data/instructions_heldout7.yaml"]
+    path = ROOT / "engines/prototype/data/heldout7_first_run.json"
+    if path.exists():
+        rec = json.loads(path.read_text(encoding="utf-8"))
+        assert subprocess.run(["git", "merge-base", "--is-ancestor", frozen, rec["commit"]], cwd=ROOT).returncode == 0
+        assert _git("diff", "--name-only", frozen, rec["commit"], "--", *_engine_files()).split() == []
+        assert not [line for line in rec["uncommitted_engine_changes"]
+                    if not line.endswith(("reproduce.py", "fresh.py"))]
+
+
+def test_the_seventh_set_stresses_designer_phrasing_and_refusals():
+    """Set 7's emphasis: set 6's size and mix (150 instructions, 53 refusals: 16 impossible values, 6 keep clauses
+    that cannot hold, 21 unsupported requests alone and 10 inside multi-clause instructions, 9 look-alikes), requests
+    as questions, hedged opinions, complaints without "too" and with an amount, targets "from X to Y", inches,
+    metres and millimetres, diameters of parts whose thickness is a diameter, ratios and fractions in words,
+    percentages in words, signed amounts, capacities in ml and litres, and an amount repeated with "too"."""
+    import re
+    from collections import Counter
+
+    rows = fresh.load("heldout7")
+    assert len(rows) == 150 and sum(bool(r.get("refuse")) for r in rows) == 53
+    assert Counter(r["kind"] for r in rows) == Counter(quantity=32, impossible=16, overall=18, keep=23,
+                                                       unsupported=40, multi=21)
+    uns = [r for r in rows if r["kind"] == "unsupported"]
+    assert len([r for r in uns if r.get("refuse") and len(r["program"]) == 1]) == 21
+    assert len([r for r in uns if r.get("refuse") and len(r["program"]) > 1]) == 2 * len(DOMAINS)
+    assert {r["domain"] for r in uns if not r.get("refuse")} == set(DOMAINS)
+    assert sum(r["kind"] == "keep" and bool(r.get("refuse")) for r in rows) == 6
+    texts = " | ".join(r["text"] for r in rows).lower()
+    for pattern in (r"\?", r"i think|maybe|i'd", r"diameter|across", r"inch", r"%", r"percent", r"one sixth|a fifth",
+                    r"half as|half again", r"\d+ mm too", r"don't \w+ \w+ enough", r"from [\d.]+ to [\d.]+",
+                    r"litre", r"\bml\b", r"[+-]\d", r"\bmetre", r"\d cm too"):
         assert re.search(pattern, texts), pattern
