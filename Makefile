@@ -26,8 +26,12 @@ run: install
 	$(PY) -m app
 
 # The whole suite: engines, workers, app API, end-to-end (real Redis, worker subprocess, Chromium).
+# Two pytest-xdist workers: the browser tests (one group, one served app) mostly wait on the app and Chromium
+# while the other worker runs the CPU-bound tests. PYTEST_XDIST=0 runs it in one process.
+PYTEST_XDIST ?= 2
+XDIST := $(if $(filter 0,$(PYTEST_XDIST)),-p no:xdist,-n $(PYTEST_XDIST) --dist loadgroup)
 test: install
-	PAPERLAB_PROFILE=test $(PY) -m pytest -q $(PYTEST_ARGS)
+	PAPERLAB_PROFILE=test $(PY) -m pytest -q $(XDIST) $(PYTEST_ARGS)
 
 test-fast: install
 	PAPERLAB_PROFILE=test $(PY) -m pytest -q -m "not e2e" $(PYTEST_ARGS)

@@ -6,7 +6,13 @@ import tempfile
 
 # Before anything imports the settings: micro models, a private data directory.
 os.environ["PAPERLAB_PROFILE"] = "test"
-os.environ.setdefault("PAPERLAB_DATA_DIR", tempfile.mkdtemp(prefix="paperlab-test-"))
+if "PAPERLAB_DATA_DIR" not in os.environ:
+    os.environ["PAPERLAB_DATA_DIR"] = tempfile.mkdtemp(prefix="paperlab-test-")
+    os.environ["PAPERLAB_TEST_OWN_DATA_DIR"] = "1"
+elif os.environ.get("PAPERLAB_TEST_OWN_DATA_DIR") == "1" and os.environ.get("PYTEST_XDIST_WORKER"):
+    # `make test` runs two pytest-xdist workers; each inherits the controller's throwaway directory and takes
+    # its own instead, so two workers never build the same model cache at once.
+    os.environ["PAPERLAB_DATA_DIR"] = tempfile.mkdtemp(prefix=f"paperlab-test-{os.environ['PYTEST_XDIST_WORKER']}-")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("MPLBACKEND", "Agg")
@@ -40,6 +46,9 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "/e2e/" in str(item.fspath):
             item.add_marker(pytest.mark.e2e)
+            # Under `make test`'s two xdist workers (--dist loadgroup) the browser tests stay on one worker: they
+            # share one served app and Chromium, and mostly wait on them while the other worker runs CPU-bound tests.
+            item.add_marker(pytest.mark.xdist_group("e2e"))
     # Slower fault-injection tests run in `make faults` (docs/reliability.md), not in `make test`.
     if os.environ.get("PAPERLAB_FAULT_TESTS", "") != "1":
         faults = [item for item in items if item.get_closest_marker("fault")]
