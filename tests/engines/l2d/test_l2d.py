@@ -262,6 +262,40 @@ def test_task_and_splits():
             task.parse_problem(bad)
 
 
+def test_base_training_mix_zeroes_digits_within_the_train_split():
+    """The base's mix: in a share of problems each operand digit is 0 with probability p; every problem stays in
+    its split and its answer is recomputed; the uniform draw (what L2D, LoRA and every test use) is unchanged."""
+    rng = np.random.default_rng(0)
+    x = rng.integers(0, 1000, (20000, 3))
+    z = task.zero_digits(x, 0.3, 0.5, np.random.default_rng(1))
+    digits = lambda v: np.stack([(v // 10**k) % 10 for k in range(3)], -1)  # noqa: E731
+    dx, dz = digits(x), digits(z)
+    assert ((dz == dx) | (dz == 0)).all()  # digits are kept or zeroed, never changed
+    changed_rows = (dz != dx).any((1, 2))
+    assert 0.40 < changed_rows.mean() < 0.50  # share 0.5 × P(at least one of 9 nonzero digits zeroed) ≈ 0.48
+    zeroed_nonzero = ((dz == 0) & (dx != 0)).sum() / (dx != 0).sum()
+    assert abs(zeroed_nonzero - 0.15) < 0.01  # share × p
+    assert (task.zero_digits(x, 0.0, 0.5, rng) == x).all() and (task.zero_digits(x, 0.3, 0.0, rng) == x).all()
+    mix = task.sample(500, 3, "train", zeroed=(0.5, 0.3))
+    assert all(task.split_of(int(a), int(b), int(c), task.TASKS[t]) == "train"
+               for a, b, c, t in zip(mix["a"], mix["b"], mix["c"], mix["task"]))
+    assert (digits(mix["a"]) == 0).mean() > 0.2 > (digits(task.sample(500, 3, "train")["a"]) == 0).mean()
+    uniform = task.sample(50, 7, "test")
+    assert all((uniform[k] == task.sample(50, 7, "test", zeroed=(0.0, 0.0))[k]).all() for k in uniform)
+
+
+def test_base_training_stops_at_the_headroom_target(monkeypatch):
+    """The base stops at the first validation check at or above ``base_stop_at`` (the spec's 40-70% headroom)."""
+    from dataclasses import replace
+
+    seen = iter([0.2, 0.5, 0.6, 0.9])
+    monkeypatch.setattr(models, "exact_match", lambda *a, **k: (next(seen), None))
+    cfg = replace(models.MICRO, base_steps=40, base_eval_every=5, base_stop_at=0.55)
+    _, rec = models.train_base(cfg, lambda f, m: None, lambda: False)
+    assert rec["steps"] == 15 and rec["max_steps"] == 40 and rec["val_acc"] == 0.6
+    assert [c["step"] for c in rec["curve"]] == [5, 10, 15]
+
+
 def test_bad_parameters_are_named():
     for data, field in (({"steps": 0}, "steps"), ({"steps": 33}, "steps"), ({"tolerance": float("nan")}, "tolerance"),
                         ({"tolerance": 0.0}, "tolerance"), ({"guidance": 7.5}, "guidance"),
