@@ -34,6 +34,8 @@ from tests.helpers import (  # noqa: E402,F401  (fixtures re-exported)
 
 
 def pytest_configure(config):
+    # pytest-xdist's own marker, registered here too for runs without xdist (PYTEST_XDIST=0, -p no:xdist).
+    config.addinivalue_line("markers", "xdist_group(name): tests of one group run on the same xdist worker")
     # Registered here, not in pyproject.toml (an edit there makes `make` reinstall the package).
     config.addinivalue_line("markers", "cancel_full: per-entry cancellation of entries slow to start (make cancel; "
                                        "deselected from make test unless PAPERLAB_CANCEL_TESTS=1)")
@@ -46,9 +48,10 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "/e2e/" in str(item.fspath):
             item.add_marker(pytest.mark.e2e)
+        if {"live_app", "_browser"} & set(getattr(item, "fixturenames", ())):
             # Under `make test`'s two xdist workers (--dist loadgroup) the browser tests stay on one worker: they
             # share one served app and Chromium, and mostly wait on them while the other worker runs CPU-bound tests.
-            item.add_marker(pytest.mark.xdist_group("e2e"))
+            item.add_marker(pytest.mark.xdist_group("browser"))
     # Slower fault-injection tests run in `make faults` (docs/reliability.md), not in `make test`.
     if os.environ.get("PAPERLAB_FAULT_TESTS", "") != "1":
         faults = [item for item in items if item.get_closest_marker("fault")]
