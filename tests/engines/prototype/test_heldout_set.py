@@ -281,15 +281,12 @@ def test_the_fifth_set_stresses_designer_phrasing_and_refusals():
         assert re.search(pattern, texts), pattern
 
 
-def test_the_sixth_set_stresses_designer_phrasing_and_refusals():
-    """Set 6's emphasis: set 5's size and mix (150 instructions, 53 refusals: 16 impossible values, 6 keep clauses
-    that cannot hold, 21 unsupported requests alone and 10 inside multi-clause instructions, 9 look-alikes), complaints
-    with an amount and without "too", inches, metres and millimetres, diameters and widths of round parts, ratios and
-    fractions, signed amounts, capacities in ml and litres, and an amount shared by reference."""
-    import re
+def _assert_set_6_mix(rows: list[dict]) -> None:
+    """Set 6's size and mix, which set 7 repeats: 150 instructions, 53 refusals (16 impossible values, 6 keep
+    clauses that cannot hold, 21 unsupported requests alone and 10 inside multi-clause instructions), every product
+    with a look-alike."""
     from collections import Counter
 
-    rows = fresh.load("heldout6")
     assert len(rows) == 150 and sum(bool(r.get("refuse")) for r in rows) == 53
     assert Counter(r["kind"] for r in rows) == Counter(quantity=32, impossible=16, overall=18, keep=23,
                                                        unsupported=40, multi=21)
@@ -298,6 +295,17 @@ def test_the_sixth_set_stresses_designer_phrasing_and_refusals():
     assert len([r for r in uns if r.get("refuse") and len(r["program"]) > 1]) == 2 * len(DOMAINS)
     assert {r["domain"] for r in uns if not r.get("refuse")} == set(DOMAINS)
     assert sum(r["kind"] == "keep" and bool(r.get("refuse")) for r in rows) == 6
+
+
+def test_the_sixth_set_stresses_designer_phrasing_and_refusals():
+    """Set 6's emphasis: set 5's size and mix (150 instructions, 53 refusals: 16 impossible values, 6 keep clauses
+    that cannot hold, 21 unsupported requests alone and 10 inside multi-clause instructions, 9 look-alikes), complaints
+    with an amount and without "too", inches, metres and millimetres, diameters and widths of round parts, ratios and
+    fractions, signed amounts, capacities in ml and litres, and an amount shared by reference."""
+    import re
+
+    rows = fresh.load("heldout6")
+    _assert_set_6_mix(rows)
     texts = " | ".join(r["text"] for r in rows).lower()
     for pattern in (r"diameter|across", r"\d+ cm wide", r"inch", r"%", r"\bthird|quarter|doubled|triple",
                     r"too \w+", r"\d+ cm too|higher than i want", r"litre", r"\bml\b", r"[+-]\d", r"minus",
@@ -340,17 +348,9 @@ def test_the_seventh_set_stresses_designer_phrasing_and_refusals():
     metres and millimetres, diameters of parts whose thickness is a diameter, ratios and fractions in words,
     percentages in words, signed amounts, capacities in ml and litres, and an amount repeated with "too"."""
     import re
-    from collections import Counter
 
     rows = fresh.load("heldout7")
-    assert len(rows) == 150 and sum(bool(r.get("refuse")) for r in rows) == 53
-    assert Counter(r["kind"] for r in rows) == Counter(quantity=32, impossible=16, overall=18, keep=23,
-                                                       unsupported=40, multi=21)
-    uns = [r for r in rows if r["kind"] == "unsupported"]
-    assert len([r for r in uns if r.get("refuse") and len(r["program"]) == 1]) == 21
-    assert len([r for r in uns if r.get("refuse") and len(r["program"]) > 1]) == 2 * len(DOMAINS)
-    assert {r["domain"] for r in uns if not r.get("refuse")} == set(DOMAINS)
-    assert sum(r["kind"] == "keep" and bool(r.get("refuse")) for r in rows) == 6
+    _assert_set_6_mix(rows)
     texts = " | ".join(r["text"] for r in rows).lower()
     for pattern in (r"\?", r"i think|maybe|i'd", r"diameter|across", r"inch", r"%", r"percent", r"one sixth|a fifth",
                     r"half as|half again", r"\d+ mm too", r"don't \w+ \w+ enough", r"from [\d.]+ to [\d.]+",
