@@ -33,9 +33,35 @@ from tests.helpers import (  # noqa: E402,F401  (fixtures re-exported)
 )
 
 
+def is_browser_test(nodeid: str) -> bool:
+    """The tests that share the session's served app and Chromium: tests/e2e except the job round trips."""
+    return nodeid.startswith("tests/e2e/") and not nodeid.startswith("tests/e2e/test_jobs_e2e.py")
+
+
+class BrowserTestsOnOneWorker:
+    """`make test` runs two pytest-xdist workers (``-n 2 --dist loadgroup``). The browser tests form one work unit,
+    so one worker starts the served app (with its two embedded job workers) and Chromium once and runs them all —
+    mostly waiting on the app — while the other worker takes the CPU-bound tests one at a time.
+
+    The grouping is by node id in the controller: xdist 3.8's own ``xdist_group`` marker renames items through
+    ``item._nodeid``, which pytest 9.2's ``Item.nodeid`` no longer reads, so the marker grouped nothing."""
+
+    @pytest.hookimpl
+    def pytest_xdist_make_scheduler(self, config, log):
+        if config.getvalue("dist") != "loadgroup":
+            return None
+        from xdist.scheduler import LoadScopeScheduling
+
+        class Scheduling(LoadScopeScheduling):
+            def _split_scope(self, nodeid: str) -> str:
+                return "browser" if is_browser_test(nodeid) else nodeid
+
+        return Scheduling(config, log)
+
+
 def pytest_configure(config):
-    # pytest-xdist's own marker, registered here too for runs without xdist (PYTEST_XDIST=0, -p no:xdist).
-    config.addinivalue_line("markers", "xdist_group(name): tests of one group run on the same xdist worker")
+    if config.pluginmanager.hasplugin("xdist"):
+        config.pluginmanager.register(BrowserTestsOnOneWorker())
     # Registered here, not in pyproject.toml (an edit there makes `make` reinstall the package).
     config.addinivalue_line("markers", "cancel_full: per-entry cancellation of entries slow to start (make cancel; "
                                        "deselected from make test unless PAPERLAB_CANCEL_TESTS=1)")
@@ -48,10 +74,6 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "/e2e/" in str(item.fspath):
             item.add_marker(pytest.mark.e2e)
-        if {"live_app", "_browser"} & set(getattr(item, "fixturenames", ())):
-            # Under `make test`'s two xdist workers (--dist loadgroup) the browser tests stay on one worker: they
-            # share one served app and Chromium, and mostly wait on them while the other worker runs CPU-bound tests.
-            item.add_marker(pytest.mark.xdist_group("browser"))
     # Slower fault-injection tests run in `make faults` (docs/reliability.md), not in `make test`.
     if os.environ.get("PAPERLAB_FAULT_TESTS", "") != "1":
         faults = [item for item in items if item.get_closest_marker("fault")]
