@@ -156,9 +156,9 @@ def train_base(cfg: TinyConfig, progress: Progress, cancelled: Callable[[], bool
             if cfg.base_stop_at and acc >= cfg.base_stop_at:
                 break
     freeze(model)
-    rec = {"steps": curve[-1]["step"], "max_steps": cfg.base_steps, "batch": cfg.base_batch, "cpu_seconds": time.process_time() - t0,
-           "wall_seconds": time.perf_counter() - w0, "threads": torch.get_num_threads(),
-           "params": sum(p.numel() for p in model.parameters()), "curve": curve,
+    rec = {"steps": curve[-1]["step"], "max_steps": cfg.base_steps, "batch": cfg.base_batch,
+           "cpu_seconds": time.process_time() - t0, "wall_seconds": time.perf_counter() - w0,
+           "threads": torch.get_num_threads(), "params": sum(p.numel() for p in model.parameters()), "curve": curve,
            "val_acc": curve[-1]["val_acc"]}
     return model, rec
 
