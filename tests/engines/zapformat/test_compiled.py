@@ -181,3 +181,43 @@ def test_core_setting_and_fallback(monkeypatch, caplog):
     assert "compiled core" in caplog.text and "Python" in caplog.text
     with pytest.raises(RuntimeError, match="not built"):
         compiled.resolve("compiled")
+
+
+@pytest.mark.parametrize("config", ["default", "nothing"])
+def test_unusual_byte_tokens_follow_utf8_in_both_cores(config):
+    """Issue 29: a vocabulary whose tokens split multi-byte characters, hold a byte that is never UTF-8 (0xff),
+    a raw NUL, or a lone continuation byte. Inside a JSON string the mask allows exactly the tokens that keep the
+    bytes a valid UTF-8 prefix of a JSON string, identically in the Python and the compiled core."""
+    from engines.zapformat.vocab import Vocabulary
+
+    pieces = [b'"', b"a", b"\xc3", b"\xa9", b"\xc3\xa9", b"\xff", b"\x00", b'"\xc3', b'\xa9"', b"\xe2\x82", b"\xac",
+              b"\xac\xc3"]
+    vocab = Vocabulary("unusual-bytes", dict(enumerate(pieces)), size=len(pieces) + 1)
+    py, cc = _pair(to_kbnf("json_schema", json.dumps({"type": "string"})), vocab, CONFIGS[config])
+    ids = {b: i for i, b in enumerate(pieces)}
+
+    def allowed(engine) -> set[bytes]:
+        return {pieces[i] for i in np.flatnonzero(engine.compute_mask()) if i < len(pieces)}
+
+    expected = [  # (token just accepted, the tokens allowed next)
+        (None, {b'"', b'"\xc3'}),
+        (b'"', {b'"', b"a", b"\xc3", b"\xc3\xa9", b"\xe2\x82"}),  # not '"\xc3': the string would end before é
+        (b"\xe2\x82", {b"\xac", b"\xac\xc3", b"\xa9", b'\xa9"'}),  # E2 82 + any continuation: € (AC), ₩ (A9)
+        (b"\xac\xc3", {b"\xa9", b'\xa9"', b"\xac", b"\xac\xc3"}),  # C3 + any continuation: é (A9), ì (AC)
+        (b'\xa9"', set()),  # the string is closed: nothing may follow
+    ]
+    for engine in (py, cc):
+        engine.reset()
+        for tok, allowed_next in expected:
+            if tok is not None:
+                assert engine.accept_token(ids[tok]), (engine.core, tok)
+            got = allowed(engine)
+            assert got == allowed_next, (engine.core, tok, got)
+        assert engine.accepting
+        engine.reset()
+        assert not engine.accept_token(ids[b"\xa9"])  # a lone continuation byte cannot start anything
+    for bad in (b"\xff", b"\x00", b"\xa9"):
+        for engine in (py, cc):
+            engine.reset()
+            assert engine.accept_token(ids[b'"'])
+            assert not engine.accept_token(ids[bad]), (engine.core, bad)

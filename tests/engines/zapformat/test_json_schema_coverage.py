@@ -196,6 +196,8 @@ def test_size_limits_name_the_setting():
         schema_to_kbnf(wide, Limits(max_rules=20))
     with pytest.raises(SchemaError, match="max_grammar_chars=500"):
         schema_to_kbnf(wide, Limits(max_grammar_chars=500))
+    with pytest.raises(SchemaError, match=r"longer than max_compile_s=0 s \(setting ZAPFORMAT_MAX_COMPILE_S\)"):
+        schema_to_kbnf(wide, Limits(max_compile_s=0.0))  # a compile that overruns its time budget stops, and says so
     with pytest.raises(SchemaError, match="max_count=1000"):
         schema_to_kbnf({"type": "array", "maxItems": 5000, "minItems": 2000})
     deep = {"type": "object", "properties": {"a": {}}}
