@@ -54,13 +54,6 @@ class TinyConfig:
     def to_dict(self) -> dict:
         return {**asdict(self), "base_zeroed": list(self.base_zeroed)}  # as JSON reads it back
 
-    @classmethod
-    def from_dict(cls, d: dict) -> "TinyConfig":
-        d = dict(d)
-        d["flow"] = FlowConfig(**d["flow"])
-        d["base_zeroed"] = tuple(d.get("base_zeroed", cls.base_zeroed))
-        return cls(**d)
-
 
 MICRO = TinyConfig(n_layer=2, n_embd=32, n_head=2, base_steps=30, base_batch=32, l2d_steps=20, l2d_batch=32,
                    flow=FlowConfig(flow_dim=16, noise_rescaling=8.0, flow_to_lm_hidden=32, freq_dim=32, cond_dim=16,

@@ -309,24 +309,12 @@ def _drop_unmarked(text: str, head: str, begin: str) -> str:
 HELDOUT_SETS = ("heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "heldout7")
 SET_NUMBER = {name: k for k, name in enumerate(HELDOUT_SETS, 1)}
 # A set's heading while it carries the claims (or awaits its first run), and once it is a former held-out set.
-CLAIM_TITLES = {
-    "heldout": "Held-out designer-phrasing set (issue 30; frozen before its first run)",
-    "heldout2": "Held-out designer-phrasing set 2 (issue 30; frozen before its first run)",
-    "heldout3": "Held-out designer-phrasing set 3 (issue 30; frozen before its first run)",
-    "heldout4": "Held-out designer-phrasing set 4 (issue 30; frozen before its first run)",
-    "heldout5": "Held-out designer-phrasing set 5 (issue 30; frozen before its first run)",
-    "heldout6": "Held-out designer-phrasing set 6 (issue 30; frozen before its first run)",
-    "heldout7": "Held-out designer-phrasing set 7 (issue 30; frozen before its first run)",
-}
-FORMER_TITLES = {
-    "heldout": "Former held-out set (issue 30's first held-out set; no longer held-out)",
-    "heldout2": "Former held-out set 2 (issue 30's second held-out set; no longer held-out)",
-    "heldout3": "Former held-out set 3 (issue 30's third held-out set; no longer held-out)",
-    "heldout4": "Former held-out set 4 (issue 30's fourth held-out set; no longer held-out)",
-    "heldout5": "Former held-out set 5 (issue 30's fifth held-out set; no longer held-out)",
-    "heldout6": "Former held-out set 6 (issue 30's sixth held-out set; no longer held-out)",
-    "heldout7": "Former held-out set 7 (issue 30's seventh held-out set; no longer held-out)",
-}
+ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth")
+_NO = {name: "" if k == 1 else f" {k}" for name, k in SET_NUMBER.items()}  # the first set's headings have no number
+CLAIM_TITLES = {name: f"Held-out designer-phrasing set{_NO[name]} (issue 30; frozen before its first run)"
+                for name in HELDOUT_SETS}
+FORMER_TITLES = {name: f"Former held-out set{_NO[name]} (issue 30's {ORDINALS[SET_NUMBER[name] - 1]} held-out set; "
+                       "no longer held-out)" for name in HELDOUT_SETS}
 # Label errors found in a held-out set after its first run (a wrong expectation, not a parser failure): each
 # one is listed here and printed on the results page; the first run's outcomes are re-judged with the
 # corrected label. A parser failure is never listed here: it stays a failure of the first run.
