@@ -5,8 +5,8 @@ development sets now that the failures of their first runs were fixed, and so is
 2's first run, frozen before its fixes; its failures were fixed in the fourth round), and so is ``heldout4`` (written
 after set 3's first run, frozen before the fourth round; its failures were fixed in the fifth round); ``heldout5``
 (written after set 4's first run, frozen before the fifth round) carried it until ``heldout6`` (written after set
-5's first run, frozen before the sixth round) had its first run; ``heldout6`` carries it until ``heldout7`` (written
-after the sixth round, frozen before any further parser change) has its first run. All are checked alike."""
+5's first run, frozen before the sixth round) had its first run; ``heldout6`` carried it until ``heldout7`` (written
+after the sixth round, frozen before any further parser change) had its first run. All are checked alike."""
 from __future__ import annotations
 
 import difflib
