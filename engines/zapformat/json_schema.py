@@ -99,11 +99,11 @@ TYPES = ("null", "boolean", "object", "array", "string", "number", "integer")
 ANNOTATIONS = {"title", "description", "$schema", "$id", "id", "examples", "default", "$comment", "deprecated",
                "readOnly", "writeOnly", "contentMediaType", "contentEncoding", "contentSchema", "$anchor",
                "$dynamicAnchor", "$vocabulary", "$defs", "definitions"}
-REFUSED = {"uniqueItems", "contains", "minContains", "maxContains",
+REFUSED = {"uniqueItems", "minContains", "maxContains",
            "dependentSchemas", "propertyNames", "$dynamicRef", "$recursiveRef", "if"}
 ASSERTIONS = {"type", "const", "enum", "anyOf", "oneOf", "allOf", "not", "$ref", "minimum", "maximum",
               "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "minLength", "maxLength", "pattern", "format",
-              "items", "prefixItems", "additionalItems", "minItems", "maxItems", "properties", "required",
+              "items", "prefixItems", "additionalItems", "minItems", "maxItems", "contains", "properties", "required",
               "additionalProperties", "patternProperties", "minProperties", "maxProperties", "dependentRequired",
               "dependencies", "then", "else", "unevaluatedProperties", "unevaluatedItems"} | REFUSED
 UNEVALUATED = ("unevaluatedProperties", "unevaluatedItems")
@@ -608,6 +608,16 @@ def _canon(x) -> str:
     return json.dumps(x, sort_keys=True, ensure_ascii=False, default=str)
 
 
+def _strip_annotations(x):
+    """A schema without its annotations, at every depth (two branches that differ only in descriptions are
+    the same schema)."""
+    if isinstance(x, dict):
+        return {k: _strip_annotations(v) for k, v in x.items() if k not in ANNOTATIONS}
+    if isinstance(x, list):
+        return [_strip_annotations(v) for v in x]
+    return x
+
+
 def _types_of(value) -> str:
     if value is None:
         return "null"
@@ -777,7 +787,7 @@ class _Converter:
                 elif cond is False:
                     branch = other
                 else:
-                    neg = self.negate(self.as_dict(cond, ptr + "/if"), ptr + "/if")
+                    neg = self.negated(cond, ptr + "/if", "if/then/else (its condition is negated for else)")
                     branch = {"anyOf": [{"allOf": [cond, then]}, {"allOf": [neg, other]}]}
                 s["allOf"] = list(s.get("allOf", [])) + [branch]
         else:
@@ -922,62 +932,147 @@ class _Converter:
                 out["properties"] = merged_props
         return out
 
-    def _refuse_oneof(self, ptr: str):
-        raise SchemaError(ptr + "/oneOf", "oneOf whose branches may overlap is not supported (only branches that "
-                                          "differ in type or in a const/enum of a required property)")
-
-    # -------------------------------------------------------------- oneOf disjointness
-    def _facts(self, sub) -> tuple[set | None, dict]:
-        """(possible types or None, {property: set of canonical allowed values} for required properties)."""
-        s = self.as_dict(sub, "")
+    # -------------------------------------------------------------- oneOf: branches that exclude each other
+    def _assertions(self, sub, ptr: str = "") -> dict | None:
+        """A branch normalised, with its annotations and unknown keywords dropped; None where it cannot be
+        normalised (then nothing is proved about it)."""
         try:
-            s = self.normalise(s, "")
+            s = self.normalise(self.as_dict(sub, ptr), ptr)
         except SchemaError:
-            return None, {}
-        types = None
-        t = s.get("type")
-        if t is not None:
-            types = {t} if isinstance(t, str) else set(t)
-            if "number" in types:
-                types.add("integer")
-        if "const" in s:
-            types = {_types_of(s["const"])}
-        elif isinstance(s.get("enum"), list):
-            types = {_types_of(v) for v in s["enum"]}
-        if types is not None and "integer" in types and "number" in types:
-            pass
-        props = {}
-        for name in s.get("required", []) or []:
-            p = (s.get("properties") or {}).get(name)
-            if isinstance(p, dict):
-                try:
-                    p = self.normalise(p, "")
-                except SchemaError:
-                    continue
-                if "const" in p:
-                    props[name] = {_canon(p["const"])}
-                elif isinstance(p.get("enum"), list):
-                    props[name] = {_canon(v) for v in p["enum"]}
-        if "const" in s:
-            props["$value"] = {_canon(s["const"])}
-        elif isinstance(s.get("enum"), list):
-            props["$value"] = {_canon(v) for v in s["enum"]}
-        return types, props
+            return None
+        return {k: v for k, v in s.items() if k in ASSERTIONS or k.startswith("_")}
 
-    def _disjoint(self, branches: list, ptr: str) -> bool:
-        facts = [self._facts(b) for b in branches]
-        for i in range(len(facts)):
-            for j in range(i + 1, len(facts)):
-                (ta, pa), (tb, pb) = facts[i], facts[j]
-                if ta is not None and tb is not None:
-                    xa = ta | ({"number"} if "integer" in ta else set())
-                    xb = tb | ({"number"} if "integer" in tb else set())
-                    if not ((ta & xb) or (tb & xa)):
-                        continue
-                if any(k in pb and not (pa[k] & pb[k]) for k in pa):
+    def _value_types(self, s: dict, depth: int) -> set:
+        """The JSON types a normalised schema can match, integers counted as numbers."""
+        ts = {"null", "boolean", "object", "array", "string", "number"}
+        if "const" in s:
+            ts = {_types_of(s["const"])}
+        elif isinstance(s.get("enum"), list):
+            ts = {_types_of(v) for v in s["enum"]}
+        elif "type" in s:
+            ts = {s["type"]} if isinstance(s["type"], str) else set(s["type"])
+        ts = {"number" if t == "integer" else t for t in ts}
+        for key in ("anyOf", "oneOf"):
+            if isinstance(s.get(key), list) and depth < 6:
+                union = set()
+                for sub in s[key]:
+                    b = self._assertions(sub)
+                    union |= ts if b is None else self._value_types(b, depth + 1)
+                ts &= union
+        return ts - {t for t in s.get("_not_types", ()) if t != "integer"}
+
+    @staticmethod
+    def _values(s: dict) -> set | None:
+        vals = [s["const"]] if "const" in s else s.get("enum") if isinstance(s.get("enum"), list) else None
+        if vals is None:
+            return None
+        return {_canon(int(v) if isinstance(v, float) and v.is_integer() else v) for v in vals}
+
+    @staticmethod
+    def _ranges_apart(a: dict, b: dict, t: str) -> bool:
+        """The two schemas' bounds for type t leave no value in common (lengths, counts or numeric bounds)."""
+        if t in ("string", "array", "object"):
+            lo, hi = {"string": ("minLength", "maxLength"), "array": ("minItems", "maxItems"),
+                      "object": ("minProperties", "maxProperties")}[t]
+            return any(isinstance(x.get(lo), int) and isinstance(y.get(hi), int) and x[lo] > y[hi]
+                       for x, y in ((a, b), (b, a)))
+        if t == "number":
+            def bounds(s):
+                lo = max([(s[k], k == "exclusiveMinimum") for k in ("minimum", "exclusiveMinimum")
+                          if isinstance(s.get(k), (int, float)) and not isinstance(s.get(k), bool)], default=None)
+                hi = min([(s[k], k != "exclusiveMaximum") for k in ("maximum", "exclusiveMaximum")
+                          if isinstance(s.get(k), (int, float)) and not isinstance(s.get(k), bool)], default=None)
+                return lo, hi
+            for x, y in ((a, b), (b, a)):
+                (lo, _), (_, hi) = bounds(x), bounds(y)  # x's lower bound above y's upper bound
+                if lo is not None and hi is not None and (lo[0] > hi[0] or (lo[0] == hi[0] and (lo[1] or not hi[1]))):
+                    return True
+        return False
+
+    def _disjoint(self, a: dict | None, b: dict | None, depth: int = 0) -> bool:
+        """Proof that no instance matches both branches (normalised by ``_assertions``): no type in common, no
+        const/enum value in common, bounds apart, or, where both can only be objects, a property both require
+        whose schemas are disjoint, or a name one requires that the other forbids."""
+        if a is None or b is None or depth > 6:
+            return False
+        shared = self._value_types(a, 0) & self._value_types(b, 0)
+        if not shared:
+            return True
+        va, vb = self._values(a), self._values(b)
+        if va is not None and vb is not None and not (va & vb):
+            return True
+        if len(shared) != 1:
+            return False
+        t = next(iter(shared))
+        if self._ranges_apart(a, b, t):
+            return True
+        if t != "object":
+            return False
+        ra, rb = set(a.get("required") or ()), set(b.get("required") or ())
+        pa, pb = a.get("properties") or {}, b.get("properties") or {}
+        for n in ra & rb:
+            if n in pa and n in pb and self._disjoint(self._assertions(pa[n]), self._assertions(pb[n]), depth + 1):
+                return True
+        for x, y, rx in ((a, b, ra), (b, a, rb)):
+            closed = y.get("additionalProperties") is False and not y.get("patternProperties")
+            if (closed and rx - set(y.get("properties") or {})) or rx & set(y.get("_forbidden") or ()):
+                return True
+        return False
+
+    def negate_within(self, b, a, ptr: str, depth: int = 0):
+        """A schema for "not b" that is exact for the instances of a (what a oneOf branch a needs of each branch b
+        it may overlap). Of b's keywords, those a has with the same value are left out (an instance of a cannot
+        violate them), and so are names a requires (for required) or cannot have (for properties, where a
+        forbids other names); properties are negated name by name, each within a's schema for that name; b's
+        additionalProperties false, where a is closed too, is violated by one of a's names that b does not
+        declare. The rest goes to ``negate``; what it cannot negate is refused by name."""
+        bs, as_ = self._assertions(b, ptr), self._assertions(a, ptr) or {}
+        if bs is None:
+            self.normalise(self.as_dict(b, ptr), ptr)  # raises the branch's own error
+        if depth > 8:
+            raise SchemaError(ptr, "oneOf branches nest too deeply to negate")
+        same = lambda x, y: _canon(_strip_annotations(x)) == _canon(_strip_annotations(y))  # noqa: E731
+        # what a keyword means here depends on its neighbours for these: equal only if those are equal too
+        context = {"additionalProperties": ("properties", "patternProperties"), "items": ("prefixItems",),
+                   "unevaluatedProperties": tuple(bs) + tuple(as_), "unevaluatedItems": tuple(bs) + tuple(as_)}
+        rest = {k: v for k, v in bs.items()
+                if not (k in as_ and same(as_[k], v)
+                        and all(same(as_.get(c), bs.get(c)) for c in context.get(k, ()) if c != k))}
+        alts = []
+        if isinstance(rest.get("required"), list):
+            rest["required"] = [n for n in rest["required"] if n not in (as_.get("required") or ())]
+            if not rest["required"]:
+                rest.pop("required")
+        a_closed = as_.get("additionalProperties") is False and not as_.get("patternProperties")
+        pa = as_.get("properties") or {}
+        if isinstance(rest.get("properties"), dict):
+            for n, sub in rest.pop("properties").items():
+                if (n in pa and same(pa[n], sub)) or (a_closed and n not in pa):
                     continue
-                return False
-        return True
+                inner = self.negate_within(sub, pa.get(n, True), f"{ptr}/properties/{_esc(n)}", depth + 1)
+                alts.append({"type": "object", "required": [n], "_not_evaluated": [n], "properties": {n: inner}})
+        if "items" in rest and "prefixItems" not in bs and "prefixItems" not in as_:  # an item that violates it
+            alts.append({"type": "array", "contains": self.negate_within(rest.pop("items"), as_.get("items", True),
+                                                                         f"{ptr}/items", depth + 1)})
+        if rest.get("additionalProperties") is False and not bs.get("patternProperties") and a_closed:
+            rest.pop("additionalProperties")
+            alts += [{"type": "object", "required": [n]} for n in sorted(set(pa) - set(bs.get("properties") or {}))]
+        if rest:
+            alts.append(self.negated(rest, ptr, "oneOf whose branches may overlap (each branch that may overlap "
+                                                "another is negated in it)"))
+        return {"anyOf": alts} if alts else False
+
+    def exclusive_branches(self, subs: list, ptr: str) -> list:
+        """oneOf as an anyOf whose branches exclude each other: branch i becomes ``allOf [B_i, not B_j, ...]`` for
+        every j that ``_disjoint`` cannot prove apart from i (the definition of "exactly one"), each ``not B_j``
+        from ``negate_within``. Branches proved pairwise disjoint stay as they are."""
+        norm = [self._assertions(b, f"{ptr}/oneOf/{i}") for i, b in enumerate(subs)]
+        out = []
+        for i, sub in enumerate(subs):
+            nots = [self.negate_within(subs[j], sub, f"{ptr}/oneOf/{j}") for j in range(len(subs))
+                    if j != i and not self._disjoint(norm[i], norm[j])]
+            out.append({"allOf": [sub] + nots} if nots else sub)
+        return out
 
     # -------------------------------------------------------------- bodies
     def body(self, s, ptr: str) -> str:
@@ -997,8 +1092,8 @@ class _Converter:
                 subs = s[key]
                 if not isinstance(subs, list) or not subs:
                     raise SchemaError(f"{ptr}/{key}", f"{key} must be a non-empty list")
-                if key == "oneOf" and len(subs) > 1 and not self._disjoint(subs, ptr):
-                    self._refuse_oneof(ptr)
+                if key == "oneOf" and len(subs) > 1:
+                    subs = self.exclusive_branches(subs, ptr)
                 rest = {k: v for k, v in s.items() if k != key}
                 uev = {k: rest.pop(k) for k in UNEVALUATED if k in rest}
                 alts, errs = [], []
@@ -1080,7 +1175,7 @@ class _Converter:
         if k == "type":
             ts = [v] if isinstance(v, str) else list(v)
             if "integer" in ts and "number" not in ts:
-                raise SchemaError(ptr, "if {type: integer} cannot be negated (non-integral numbers)")
+                raise SchemaError(ptr, "{type: integer} cannot be negated (non-integral numbers)")
             return others(*ts)
         if k in ("const", "enum"):
             vals = [v] if k == "const" else list(v)
@@ -1095,7 +1190,7 @@ class _Converter:
             if len(vals) == 1 and isinstance(vals[0], (int, float)):
                 return {"anyOf": [others("number"), {"type": "number", "exclusiveMinimum": vals[0]},
                                   {"type": "number", "exclusiveMaximum": vals[0]}]}
-            raise SchemaError(f"{ptr}/{k}", f"if {{{k}: ...}} with these values cannot be negated")
+            raise SchemaError(f"{ptr}/{k}", f"{{{k}: ...}} with these values cannot be negated")
         if k == "properties":
             return {"anyOf": [{"type": "object", "required": [name], "_not_evaluated": [name],
                                "properties": {name: self.negate(self.as_dict(sub, ptr), ptr, depth + 1)}}
@@ -1104,18 +1199,33 @@ class _Converter:
             return {"anyOf": [{"type": "object", "not": {"required": [name]}} for name in v]} if v else False
         flips = {"minimum": ("number", "exclusiveMaximum"), "exclusiveMinimum": ("number", "maximum"),
                  "maximum": ("number", "exclusiveMinimum"), "exclusiveMaximum": ("number", "minimum")}
+        # a keyword of one type holds for every value of the others: only that type can violate it
         if k in flips:
             t, opp = flips[k]
-            return {"anyOf": [others(t), {"type": t, opp: v}]}
+            return {"type": t, opp: v}
         if k in ("minLength", "maxLength", "minItems", "maxItems", "minProperties", "maxProperties"):
             t = {"L": "string", "I": "array", "P": "object"}[k[3]]
             if k.startswith("min"):
-                return others(t) if v <= 0 else {"anyOf": [others(t), {"type": t, "max" + k[3:]: v - 1}]}
-            return {"anyOf": [others(t), {"type": t, "min" + k[3:]: v + 1}]}
+                return False if v <= 0 else {"type": t, "max" + k[3:]: v - 1}
+            return {"type": t, "min" + k[3:]: v + 1}
+        if k == "items" and "prefixItems" not in n:  # an array with an element that violates items
+            return {"type": "array", "contains": self.negate(self.as_dict(v, ptr + "/items"), ptr + "/items",
+                                                              depth + 1)}
         if k == "not":
             return v
-        raise SchemaError(f"{ptr}/{k}", f"if/then/else with {k!r} in the condition is not supported "
-                                        "(it cannot be negated)")
+        if k == "anyOf" and isinstance(v, list) and v:  # not (A or B) = not A and not B
+            return {"allOf": [self.negate(self.as_dict(sub, f"{ptr}/anyOf/{i}"), f"{ptr}/anyOf/{i}", depth + 1)
+                              for i, sub in enumerate(v)]}
+        raise SchemaError(f"{ptr}/{k}", f"{k!r} cannot be negated")
+
+    def negated(self, sub, ptr: str, context: str):
+        """``negate(sub)``; a refusal says what needed the negation (``context``) and why it cannot be had."""
+        try:
+            return self.negate(self.as_dict(sub, ptr), ptr)
+        except Unsatisfiable:
+            raise
+        except SchemaError as e:
+            raise SchemaError(e.pointer, f"{context} is not supported here: {e.reason}") from None
 
     def apply_not(self, s: dict, ptr: str) -> dict:
         n = s["not"]
@@ -1128,6 +1238,16 @@ class _Converter:
             raise SchemaError(ptr + "/not", "not must be a schema")
         n = self.normalise(n, ptr + "/not")
         keys = set(n) - ANNOTATIONS - _unknown(n)
+        if keys == {"anyOf"} and isinstance(n["anyOf"], list):  # not (A or B) = not A and not B, one at a time
+            for i, sub in enumerate(n["anyOf"]):  # (two merged nots arrive as one not of an anyOf)
+                s = self.apply_not({**s, "not": sub}, f"{ptr}/not/anyOf/{i}")
+                for _ in range(16):
+                    if "not" not in s:
+                        break
+                    s = self.apply_not(s, f"{ptr}/not/anyOf/{i}")
+                else:
+                    raise SchemaError(ptr + "/not", "not nests too deeply")
+            return s
         if keys == {"type"}:
             t = n["type"]
             s["_not_types"] = list(s.get("_not_types", [])) + ([t] if isinstance(t, str) else list(t))
@@ -1141,7 +1261,7 @@ class _Converter:
             return s
         if "not" in n and set(n) - ANNOTATIONS == {"not"}:
             return self.normalise({"allOf": [s, n["not"]]}, ptr)
-        return self.normalise({"allOf": [s, self.negate(n, ptr + "/not")]}, ptr)
+        return self.normalise({"allOf": [s, self.negated(n, ptr + "/not", "not")]}, ptr)
 
     def values(self, s: dict, ptr: str, types: list[str]) -> str:
         if "const" in s:
@@ -1438,10 +1558,54 @@ class _Converter:
         else:
             for k in range(loop_from, 0, -1):
                 E(k)
+        if "contains" in s:
+            return self.array_with_contains(s, ptr, elems, item, elem, E, hi, loop_from)
         inner = f"{elem(0)} {E(1)}" if (hi is None or hi >= 1) else None
         if inner is None:
             return "array_begin array_end"
         return f"array_begin ({inner}){'?' if lo == 0 else ''} array_end"
+
+    def array_with_contains(self, s: dict, ptr: str, elems: list, item, elem, E, hi, loop_from) -> str:
+        """``contains`` (at least one item matches it): F(k), what may follow k items none of which matched,
+        either goes on with a plain item or takes one that matches items and contains both, after which the
+        array continues as without contains (``E``). The array cannot end before such an item."""
+        cont = self.as_dict(s["contains"], ptr + "/contains")
+        prefix = s.get("prefixItems", [])
+        both: dict = {}
+
+        def elem_c(k: int):  # the item at position k that also matches contains (None: no such item)
+            key = k if k < len(elems) else -1
+            if key not in both:
+                base = prefix[k] if k < len(elems) else s.get("items", s.get("unevaluatedItems", True))
+                try:
+                    both[key] = self.nonterminal({"allOf": [self.as_dict(base, ptr), cont]}, f"{ptr}/contains")
+                except Unsatisfiable:
+                    both[key] = None
+            return both[key]
+
+        def alts(k: int, rest) -> list[str]:  # position k as a plain item then rest, or a contains item then E
+            out = []
+            if rest is not None and elem(k) is not None:
+                out.append(f"{elem(k)} {rest}".strip())
+            if elem_c(k) is not None:
+                out.append(f"{elem_c(k)} {E(k + 1)}".strip())
+            return out
+
+        exists = lambda k: (hi is None or k < hi) and (k < len(elems) or item is not None)  # noqa: E731
+        F: dict[int, str | None] = {}
+        if loop_from is not None and exists(loop_from):  # unbounded tail: one recursive rule
+            self.count += 1
+            name = f"n{self.count}"
+            body = [f"comma {a}" for a in alts(loop_from, name)]
+            F[loop_from] = self.new_rule(" | ".join(body), name) if body else None
+        last = loop_from if loop_from is not None else (hi if hi is not None else len(elems))
+        for k in range(last - 1, 0, -1):
+            body = [f"comma {a}" for a in alts(k, F.get(k + 1))] if exists(k) else []
+            F[k] = self.new_rule(" | ".join(f"({b})" for b in body)) if body else None
+        first = alts(0, F.get(1)) if exists(0) else []
+        if not first:
+            raise Unsatisfiable(ptr + "/contains", "no item can match contains")
+        return "array_begin (" + " | ".join(f"({b})" for b in first) + ") array_end"
 
     # -------------------------------------------------------------- objects
     def t_object(self, s: dict, ptr: str) -> str:
