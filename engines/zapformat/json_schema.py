@@ -9,15 +9,15 @@ exactly or refused by name with the JSON pointer of the keyword in the user's sc
 specification does not define (``x-...``, ``readonly``, ``_comment``...) and annotations are ignored,
 as a validator ignores them. See docs/methods/zapformat.md ("JSON Schema coverage") for the table.
 
-Compiled: ``type``; ``const``/``enum`` (values filtered by the rest of the schema); ``anyOf``; ``oneOf`` when
-its branches are provably disjoint; ``allOf`` (merged); ``not`` of types, of values, of ``required``;
+Compiled: ``type``; ``const``/``enum`` (values filtered by the rest of the schema); ``anyOf``; ``oneOf`` (each
+branch excludes the branches it may overlap); ``allOf`` (merged); ``not`` of types, of values, of ``required``;
 ``$ref`` to ``#``, ``#/$defs/...``, ``#/definitions/...`` and any local JSON pointer (recursion allowed, siblings
 merged as ``allOf``); numbers: ``minimum``/``maximum``/``exclusiveMinimum``/``exclusiveMaximum`` (also the
 draft-4 boolean forms) as digit-level regexes, ``multipleOf`` for integers (a remainder automaton) and
 ``multipleOf`` = 10^-k for numbers; strings: ``minLength``/``maxLength``, ``pattern`` (searched, as the
 specification says; ECMA-262 classes), ``format`` date, time, date-time, email, uuid, uri, uri-reference,
 hostname, ipv4, ipv6; arrays: ``items``, ``prefixItems`` (and draft-7 ``items`` arrays +
-``additionalItems``), ``minItems``/``maxItems`` of any size up to ``Limits.max_count``; objects:
+``additionalItems``), ``minItems``/``maxItems`` of any size up to ``Limits.max_count``, ``contains``; objects:
 ``properties``, ``required``, ``additionalProperties`` (false, true or a schema), ``patternProperties``,
 ``minProperties``/``maxProperties``, ``dependentRequired`` (and draft-7 ``dependencies`` arrays).
 
@@ -94,6 +94,8 @@ WS = FLEXIBLE_WS  # kept for importers; the compiler itself reads ``_ws()``
 HEADER = json_header(FLEXIBLE_WS)
 JSON_GRAMMAR = "start ::= object;\n" + HEADER  # generic JSON objects (the spec's "generic JSON CFG")
 STRING_CHAR = r'([^\\\\"\u0000-\u001f]|\\\\["\\\\bfnrt/]|\\\\u[0-9A-Fa-f]{4})'  # KBNF-escaped form
+LONG_STRING = 256  # a length bound above this many characters is compiled in blocks (Converter.long_string)
+BLOCK = 64
 SCHAR = r'(?:[^"\\\x00-\x1f]|\\["\\/bfnrt]|\\u[0-9A-Fa-f]{4})'  # plain regex form
 TYPES = ("null", "boolean", "object", "array", "string", "number", "integer")
 ANNOTATIONS = {"title", "description", "$schema", "$id", "id", "examples", "default", "$comment", "deprecated",
@@ -1483,11 +1485,35 @@ class _Converter:
         if lo in (None, 0) and hi is None:
             return "string"
         lo, hi = int(lo or 0), None if hi is None else int(hi)
-        if max(lo, hi or 0) > self.limits.max_count:
-            raise SchemaError(ptr + ("/maxLength" if (hi or 0) > self.limits.max_count else "/minLength"),
-                              f"string length bound above max_count={self.limits.max_count} (setting ZAPFORMAT_MAX_COUNT)")
+        if max(lo, hi or 0) > LONG_STRING:
+            return self.long_string(lo, hi)
         rep = f"{{{lo},{'' if hi is None else hi}}}"
         return f"#'{_ws()}\"{STRING_CHAR}{rep}\"'"
+
+    def long_string(self, lo: int, hi: int | None) -> str:
+        """A string whose length bound is too large for one automaton (its DFA grows with the bound): the
+        content as blocks of exactly BLOCK characters, each its own terminal, then a last shorter block with the
+        closing quote. S(k) follows k full blocks: it ends with a short block of the length still owed (and
+        allowed), or takes one more full block; past minLength without maxLength it is one loop. Exact,
+        unambiguous, about hi / BLOCK rules (``max_rules`` bounds them)."""
+        full = f"#'{STRING_CHAR}{{{BLOCK}}}'"
+        loop_at = None if hi is not None else -(-lo // BLOCK)  # from here on every S(k) is the same
+        names: dict[int, str] = {}
+        last = loop_at if hi is None else hi // BLOCK
+        for k in range(last, -1, -1):
+            need, cap = max(0, lo - k * BLOCK), None if hi is None else hi - k * BLOCK
+            top = BLOCK - 1 if cap is None else min(BLOCK - 1, cap)
+            alts = [f"#'{STRING_CHAR}{{{need},{top}}}\"'"] if need <= top else []
+            if k == loop_at:
+                self.count += 1
+                names[k] = f"n{self.count}"
+                alts.append(f"{full} {names[k]}")
+                self.new_rule(" | ".join(alts), names[k])
+                continue
+            if (cap is None or cap >= BLOCK) and k + 1 in names:
+                alts.append(f"{full} {names[k + 1]}")
+            names[k] = self.new_rule(" | ".join(alts))
+        return f"#'{_ws()}\"' {names[0]}"
 
     # -------------------------------------------------------------- arrays
     def t_array(self, s: dict, ptr: str) -> str:

@@ -154,6 +154,13 @@ CASES = [
     ("contains after prefixItems", {"type": "array", "prefixItems": [{"type": "string"}, {"type": "string"}],
                                     "contains": {"type": "integer"}, "minItems": 3},
      ['["a","b",2]', '["a","b",true,2]', '["a","b",2,"c"]'], ['["a","b","c"]', '["a","b"]', '["a",1,2]', "[]"]),
+    # a length bound above LONG_STRING characters: blocks of BLOCK characters (escapes count as one)
+    ("maxLength in blocks", {"type": "string", "minLength": 130, "maxLength": 300},
+     ['"' + "a" * 300 + '"', '"' + "\\n" * 300 + '"', '"' + "é" * 130 + '"', '"' + "a" * 192 + '"'],
+     ['"' + "a" * 301 + '"', '"' + "a" * 129 + '"', '"' + "\\n" * 301 + '"']),
+    ("minLength in blocks", {"type": "string", "minLength": 300}, ['"' + "a" * 300 + '"', '"' + "b" * 1000 + '"'],
+     ['"' + "a" * 299 + '"', '""']),
+    ("maxLength 131072", {"type": "string", "maxLength": 131072}, ['"' + "a" * 2000 + '"', '""'], ["1", "null"]),
     ("not anyOf", {"not": {"anyOf": [{"type": "string"}, {"minimum": 3}]}}, ["1", "-2.5"], ['"a"', "5", "null", "[]"]),
     # a number bound holds for every non-number: the negated condition must not let those take the else branch
     ("if over a number bound", {"if": {"minimum": 5}, "then": {"type": "number"}}, ["7", "3"], ['"x"', "null"]),
