@@ -119,7 +119,8 @@ class Limits:
 
     max_rules: int = int(os.environ.get("ZAPFORMAT_MAX_RULES", "4000"))
     max_grammar_chars: int = int(os.environ.get("ZAPFORMAT_MAX_GRAMMAR_CHARS", "1000000"))
-    max_count: int = int(os.environ.get("ZAPFORMAT_MAX_COUNT", "1000"))  # counted items/properties/string length
+    # counted items/properties, and a string length bound next to a pattern or format (one automaton)
+    max_count: int = int(os.environ.get("ZAPFORMAT_MAX_COUNT", "1000"))
     max_compile_s: float = float(os.environ.get("ZAPFORMAT_MAX_COMPILE_S", "10"))
     max_multiple_of: int = 1000
     # Undeclared members next to declared ones need a key regex that excludes every declared name; above this
