@@ -1390,7 +1390,10 @@ class _Converter:
         try:
             compile_regex(plain)
         except RegexError as e:
-            raise SchemaError(ptr, f"member keys: {str(e).split(': ', 1)[-1]}") from None
+            reason = e.reason + (f" at offset {e.pos}" if e.pos is not None else "")
+            if e.reason.startswith("matches nothing"):  # no such key (e.g. a pattern ".*" leaves no additional key)
+                raise Unsatisfiable(ptr, f"member keys: {reason}") from None
+            raise SchemaError(ptr, f"member keys: {reason}") from None
         text = "#'" + plain.replace("\\", "\\\\").replace("'", "\\'") + "'"
         return text.replace(INTERSECT, "\\x00&\\x00").replace(MINUS, "\\x00!\\x00")
 

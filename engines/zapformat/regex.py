@@ -42,6 +42,7 @@ class RegexError(ValueError):
 
     def __init__(self, message: str, pattern: str = "", pos: int | None = None):
         self.pos = pos
+        self.reason = message
         where = f" at offset {pos}" if pos is not None else ""
         super().__init__(f"regex {pattern!r}: {message}{where}")
 

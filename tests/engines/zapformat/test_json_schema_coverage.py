@@ -161,6 +161,9 @@ CASES = [
     ("minLength in blocks", {"type": "string", "minLength": 300}, ['"' + "a" * 300 + '"', '"' + "b" * 1000 + '"'],
      ['"' + "a" * 299 + '"', '""']),
     ("maxLength 131072", {"type": "string", "maxLength": 131072}, ['"' + "a" * 2000 + '"', '""'], ["1", "null"]),
+    ("patternProperties matching every key", {"properties": {"basic": {"type": "string"}},
+                                              "patternProperties": {".*": {"type": "string"}}, "required": ["basic"]},
+     ['{"basic":"a"}', '{"basic":"a","x":"b"}'], ['{"basic":"a","x":1}', "{}"]),  # no key is left "additional"
     ("not anyOf", {"not": {"anyOf": [{"type": "string"}, {"minimum": 3}]}}, ["1", "-2.5"], ['"a"', "5", "null", "[]"]),
     # a number bound holds for every non-number: the negated condition must not let those take the else branch
     ("if over a number bound", {"if": {"minimum": 5}, "then": {"type": "number"}}, ["7", "3"], ['"x"', "null"]),
