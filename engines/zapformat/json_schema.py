@@ -19,7 +19,7 @@ specification says; ECMA-262 classes), ``format`` date, time, date-time, email, 
 hostname, ipv4, ipv6; arrays: ``items``, ``prefixItems`` (and draft-7 ``items`` arrays +
 ``additionalItems``), ``minItems``/``maxItems`` of any size up to ``Limits.max_count``, ``contains``; objects:
 ``properties``, ``required``, ``additionalProperties`` (false, true or a schema), ``patternProperties``,
-``minProperties``/``maxProperties``, ``dependentRequired`` (and draft-7 ``dependencies`` arrays).
+``minProperties``/``maxProperties``, ``dependentRequired``, ``dependentSchemas`` (and draft-7 ``dependencies``).
 
 Stated narrowings (never a wrong accept): a number under bounds or ``multipleOf`` is written without an
 exponent; integers are written without a fraction (``1.0`` is refused for ``integer``); a member key given
@@ -102,12 +102,12 @@ ANNOTATIONS = {"title", "description", "$schema", "$id", "id", "examples", "defa
                "readOnly", "writeOnly", "contentMediaType", "contentEncoding", "contentSchema", "$anchor",
                "$dynamicAnchor", "$vocabulary", "$defs", "definitions"}
 REFUSED = {"uniqueItems", "minContains", "maxContains",
-           "dependentSchemas", "propertyNames", "$dynamicRef", "$recursiveRef", "if"}
+           "propertyNames", "$dynamicRef", "$recursiveRef", "if"}
 ASSERTIONS = {"type", "const", "enum", "anyOf", "oneOf", "allOf", "not", "$ref", "minimum", "maximum",
               "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "minLength", "maxLength", "pattern", "format",
               "items", "prefixItems", "additionalItems", "minItems", "maxItems", "contains", "properties", "required",
               "additionalProperties", "patternProperties", "minProperties", "maxProperties", "dependentRequired",
-              "dependencies", "then", "else", "unevaluatedProperties", "unevaluatedItems"} | REFUSED
+              "dependencies", "dependentSchemas", "then", "else", "unevaluatedProperties", "unevaluatedItems"} | REFUSED
 UNEVALUATED = ("unevaluatedProperties", "unevaluatedItems")
 SPEC_FORMATS_REFUSED = {"idn-email", "idn-hostname", "iri", "iri-reference", "uri-template", "json-pointer",
                         "relative-json-pointer", "regex", "duration"}
@@ -771,13 +771,23 @@ class _Converter:
             if not isinstance(deps, dict):
                 raise SchemaError(ptr + "/dependencies", "dependencies must be an object")
             dr = dict(s.get("dependentRequired") or {})
+            ds = dict(s.get("dependentSchemas") or {})
             for k, v in deps.items():
                 if isinstance(v, list):
                     dr[k] = v
                 else:
-                    raise SchemaError(f"{ptr}/dependencies/{_esc(k)}", "dependencies given as a schema "
-                                      "(dependentSchemas) are not supported")
-            s["dependentRequired"] = dr
+                    ds[k] = v
+            if dr:
+                s["dependentRequired"] = dr
+            if ds:
+                s["dependentSchemas"] = ds
+        if "dependentSchemas" in s:  # an object that has name k also matches schema k; other values are untouched
+            ds = s.pop("dependentSchemas")
+            if not isinstance(ds, dict):
+                raise SchemaError(ptr + "/dependentSchemas", "dependentSchemas must be an object")
+            for k, sub in ds.items():
+                has = {"type": "object", "required": [k]}
+                s["allOf"] = list(s.get("allOf", [])) + [{"anyOf": [{"allOf": [has, sub]}, self.negate(has, ptr)]}]
         if s.get("uniqueItems") is False:
             s.pop("uniqueItems")
         if "if" in s:

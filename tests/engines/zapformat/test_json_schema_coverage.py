@@ -164,6 +164,12 @@ CASES = [
     ("patternProperties matching every key", {"properties": {"basic": {"type": "string"}},
                                               "patternProperties": {".*": {"type": "string"}}, "required": ["basic"]},
      ['{"basic":"a"}', '{"basic":"a","x":"b"}'], ['{"basic":"a","x":1}', "{}"]),  # no key is left "additional"
+    ("dependentSchemas", {"type": "object", "properties": {"a": {}, "b": {"type": "integer"}},
+                          "dependentSchemas": {"a": {"required": ["b"], "properties": {"b": {"minimum": 3}}}}},
+     ["{}", '{"a":1,"b":3}', '{"b":1}'], ['{"a":1}', '{"a":1,"b":2}']),
+    ("draft-7 dependencies schema (objects only)", {"$schema": "http://json-schema.org/draft-07/schema#",
+                                                    "dependencies": {"a": {"type": "object", "maxProperties": 1}}},
+     ["1", '"x"', '{"a":1}', '{"b":2,"c":3}'], ['{"a":1,"b":2}']),
     ("not anyOf", {"not": {"anyOf": [{"type": "string"}, {"minimum": 3}]}}, ["1", "-2.5"], ['"a"', "5", "null", "[]"]),
     # a number bound holds for every non-number: the negated condition must not let those take the else branch
     ("if over a number bound", {"if": {"minimum": 5}, "then": {"type": "number"}}, ["7", "3"], ['"x"', "null"]),
