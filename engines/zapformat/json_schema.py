@@ -19,7 +19,8 @@ specification says; ECMA-262 classes), ``format`` date, time, date-time, email, 
 hostname, ipv4, ipv6; arrays: ``items``, ``prefixItems`` (and draft-7 ``items`` arrays +
 ``additionalItems``), ``minItems``/``maxItems`` of any size up to ``Limits.max_count``, ``contains``; objects:
 ``properties``, ``required``, ``additionalProperties`` (false, true or a schema), ``patternProperties``,
-``minProperties``/``maxProperties``, ``dependentRequired``, ``dependentSchemas`` (and draft-7 ``dependencies``).
+``minProperties``/``maxProperties``, ``dependentRequired``, ``dependentSchemas`` (and draft-7 ``dependencies``),
+``propertyNames`` (a string schema that becomes one key regex).
 
 Stated narrowings (never a wrong accept): a number under bounds or ``multipleOf`` is written without an
 exponent; integers are written without a fraction (``1.0`` is refused for ``integer``); a member key given
@@ -102,12 +103,12 @@ ANNOTATIONS = {"title", "description", "$schema", "$id", "id", "examples", "defa
                "readOnly", "writeOnly", "contentMediaType", "contentEncoding", "contentSchema", "$anchor",
                "$dynamicAnchor", "$vocabulary", "$defs", "definitions"}
 REFUSED = {"uniqueItems", "minContains", "maxContains",
-           "propertyNames", "$dynamicRef", "$recursiveRef", "if"}
+           "$dynamicRef", "$recursiveRef", "if"}
 ASSERTIONS = {"type", "const", "enum", "anyOf", "oneOf", "allOf", "not", "$ref", "minimum", "maximum",
               "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "minLength", "maxLength", "pattern", "format",
               "items", "prefixItems", "additionalItems", "minItems", "maxItems", "contains", "properties", "required",
               "additionalProperties", "patternProperties", "minProperties", "maxProperties", "dependentRequired",
-              "dependencies", "dependentSchemas", "then", "else", "unevaluatedProperties", "unevaluatedItems"} | REFUSED
+              "dependencies", "dependentSchemas", "propertyNames", "then", "else", "unevaluatedProperties", "unevaluatedItems"} | REFUSED
 UNEVALUATED = ("unevaluatedProperties", "unevaluatedItems")
 SPEC_FORMATS_REFUSED = {"idn-email", "idn-hostname", "iri", "iri-reference", "uri-template", "json-pointer",
                         "relative-json-pointer", "regex", "duration"}
@@ -1689,6 +1690,37 @@ class _Converter:
                     props = {**props, name: matching[0]}
                 elif ap is not False:
                     props = {**props, name: ap}
+        # propertyNames: a regex every key matches (None: no constraint); declared names outside it cannot appear
+        names_re = self.property_names(s, ptr)
+        if names_re == "":  # no key at all: the object is empty
+            forbidden |= set(props)
+            ap, pats = False, []
+            names_re = None
+        if names_re is not None:
+            from .regex import RegexError, compile_regex
+
+            try:
+                compile_regex(names_re)
+            except RegexError as e:
+                if not e.reason.startswith("matches nothing"):
+                    raise SchemaError(ptr + "/propertyNames", f"propertyNames: {e.reason}") from None
+                forbidden |= set(props)
+                ap, pats = False, []
+                names_re = None
+        if names_re is not None:
+
+            table, accepting = compile_regex(names_re).table, compile_regex(names_re).accepting
+
+            def named(name: str) -> bool:
+                st = 0
+                for b in json.dumps(name, ensure_ascii=False)[1:-1].encode():
+                    st = table[st][b]
+                    if st < 0:
+                        return False
+                return accepting[st]
+
+            forbidden |= {n for n in props if not named(n)}
+        key_parts = [names_re] if names_re is not None else []
         # Declared members: (name, nonterminal or None when the value can never be valid)
         members = []
         for name, sub in props.items():
@@ -1712,14 +1744,14 @@ class _Converter:
             pp = f"{ptr}/patternProperties"
             union = "(?:" + "|".join(pattern_regex(p, f"{pp}/{_esc(p)}") for p, _ in pats) + ")"
             try:
-                extras.append((self.key_terminal([union] + ([not_names] if not_names else []), None, pp),
+                extras.append((self.key_terminal([union] + ([not_names] if not_names else []) + key_parts, None, pp),
                                self.nonterminal(pats[0][1], f"{pp}/{_esc(pats[0][0])}")))
             except Unsatisfiable:
                 pass
             if ap is not False and not (too_many and "additionalProperties" not in s):
                 try:
                     val = self.nonterminal(ap, ptr + "/additionalProperties")
-                    extras.append((self.key_terminal([not_names or SCHAR + "*"], union, pp), val))
+                    extras.append((self.key_terminal([not_names or SCHAR + "*"] + key_parts, union, pp), val))
                 except Unsatisfiable:
                     pass
         elif ap is not False:
@@ -1728,7 +1760,9 @@ class _Converter:
             else:
                 try:
                     val = self.nonterminal(ap, ptr + "/additionalProperties")
-                    extras.append((_terminal(f'"{not_names or SCHAR + "*"}"'), val))
+                    key = not_names or SCHAR + "*"
+                    extras.append((self.key_terminal([key] + key_parts, None, ptr + "/propertyNames") if key_parts
+                                   else _terminal(f'"{key}"'), val))
                 except Unsatisfiable:
                     pass
         if not present and not extras:
@@ -1743,6 +1777,48 @@ class _Converter:
             alts = [f"{k} colon {v}" for k, v in extras]
             extra_nt = self.new_rule(" | ".join(alts))
         return self.object_states(members, required, deps, extra_nt, lo, hi, ptr)
+
+    def property_names(self, s: dict, ptr: str) -> str | None:
+        """``propertyNames`` as one regex over a key's JSON string contents (None when absent): a string schema of
+        ``pattern``, ``minLength``/``maxLength``, ``format``, ``enum``/``const``; "" when no key can match."""
+        if "propertyNames" not in s or s["propertyNames"] in (True, {}):
+            return None
+        pp = ptr + "/propertyNames"
+        if s["propertyNames"] is False:
+            return ""  # matches no key
+        n = {k: v for k, v in self.normalise(self.as_dict(s["propertyNames"], pp), pp).items()
+             if k in ASSERTIONS or k.startswith("_")}
+        t = n.pop("type", "string")
+        if "string" not in ([t] if isinstance(t, str) else t):
+            return ""  # keys are strings: a schema for other types matches none
+        unknown = set(n) - {"pattern", "minLength", "maxLength", "format", "enum", "const"}
+        if unknown:
+            raise SchemaError(f"{pp}/{sorted(unknown)[0]}", f"propertyNames with {sorted(unknown)[0]!r} is not supported")
+        parts = []
+        if "pattern" in n:
+            parts.append(pattern_regex(n["pattern"], pp + "/pattern"))
+        if "minLength" in n or "maxLength" in n:
+            lo, hi = int(n.get("minLength", 0)), n.get("maxLength")
+            if max(lo, hi or 0) > self.limits.max_count:
+                raise SchemaError(pp, f"string length bound above max_count={self.limits.max_count} "
+                                      "(setting ZAPFORMAT_MAX_COUNT)")
+            parts.append(SCHAR + f"{{{lo},{'' if hi is None else int(hi)}}}")
+        if "format" in n and isinstance(n["format"], str):
+            if n["format"] in SPEC_FORMATS_REFUSED:
+                raise SchemaError(pp + "/format", f"format {n['format']!r} is not supported")
+            if n["format"] in FORMATS:
+                parts.append(FORMATS[n["format"]])
+        if "const" in n or "enum" in n:
+            vals = [n["const"]] if "const" in n else list(n["enum"])
+            names = [v for v in vals if isinstance(v, str)]
+            if not names:
+                return ""
+            parts.append("(?:" + "|".join(_string_literal(v) for v in names) + ")")
+        if not parts:
+            return None
+        from .regex import INTERSECT
+
+        return INTERSECT.join(parts)
 
     def choice(self, alts: list[str]) -> str | None:
         """A rule for the alternatives ('' = the empty sequence); None when there are none; '' when only empty."""
