@@ -125,8 +125,9 @@ class Limits:
     max_compile_s: float = float(os.environ.get("ZAPFORMAT_MAX_COMPILE_S", "10"))
     max_multiple_of: int = 1000
     # Undeclared members next to declared ones need a key regex that excludes every declared name; above this
-    # many characters of names (and additionalProperties not given explicitly) they are not generated.
-    max_excluded_name_chars: int = int(os.environ.get("ZAPFORMAT_MAX_EXCLUDED_NAME_CHARS", "160"))
+    # many characters of names, or when that regex's automaton exceeds the DFA limit (and additionalProperties is
+    # not given explicitly), they are not generated.
+    max_excluded_name_chars: int = int(os.environ.get("ZAPFORMAT_MAX_EXCLUDED_NAME_CHARS", "20000"))
 
 
 LIMITS = Limits()
@@ -1740,6 +1741,14 @@ class _Converter:
         names = list(props) + sorted(forbidden)
         not_names = _not_names_regex(names) if names else None
         too_many = sum(len(n) + 1 for n in names) > self.limits.max_excluded_name_chars
+        if not too_many and not_names and "additionalProperties" not in s and sum(len(n) + 1 for n in names) > 160:
+            from .regex import RegexError, compile_regex
+
+            try:  # (160 characters of names are far below the limit) an exclusion automaton over the DFA limit:
+                # the stated narrowing instead
+                compile_regex(_ws() + f'"{not_names}"')
+            except RegexError:
+                too_many = True
         if pats:  # keys matching a pattern (and no declared name), then keys matching none (additionalProperties)
             pp = f"{ptr}/patternProperties"
             union = "(?:" + "|".join(pattern_regex(p, f"{pp}/{_esc(p)}") for p, _ in pats) + ")"

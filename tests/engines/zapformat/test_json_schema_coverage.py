@@ -177,6 +177,10 @@ CASES = [
                                               "propertyNames": {"maxLength": 2}},
      ['{"xa":1}', '{"b":"s"}'], ['{"xab":1}', '{"xa":"s"}', '{"bcd":1}']),
     ("propertyNames false", {"type": "object", "propertyNames": False}, ["{}"], ['{"a":1}']),
+    # 30 declared names (540 characters): undeclared keys are still generated (the exclusion automaton fits)
+    ("additionalProperties default, many names", {"type": "object", "properties": {
+        f"property_name_{i:02d}": {"type": "integer"} for i in range(30)}},
+     ['{"property_name_01":1,"builtin ":"x"}', '{"property_name_3":"x"}'], ['{"property_name_01":"x"}']),
     ("not anyOf", {"not": {"anyOf": [{"type": "string"}, {"minimum": 3}]}}, ["1", "-2.5"], ['"a"', "5", "null", "[]"]),
     # a number bound holds for every non-number: the negated condition must not let those take the else branch
     ("if over a number bound", {"if": {"minimum": 5}, "then": {"type": "number"}}, ["7", "3"], ['"x"', "null"]),
