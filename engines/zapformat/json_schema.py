@@ -1226,6 +1226,8 @@ class _Converter:
         if k == "items" and "prefixItems" not in n:  # an array with an element that violates items
             return {"type": "array", "contains": self.negate(self.as_dict(v, ptr + "/items"), ptr + "/items",
                                                               depth + 1)}
+        if k == "pattern" and isinstance(v, str):  # a string the pattern does not find
+            return {"type": "string", "_not_patterns": [v]}
         if k == "not":
             return v
         if k == "anyOf" and isinstance(v, list) and v:  # not (A or B) = not A and not B
@@ -1293,7 +1295,7 @@ class _Converter:
             t = _types_of(v)
             if t not in types and not (t == "integer" and "number" in types):
                 continue
-            if _canon(v) in bad:
+            if _canon(v) in bad or (isinstance(v, str) and any(_search(p, v, ptr) for p in s.get("_not_patterns", ()))):
                 continue
             if "enum" in s and "const" in s and _canon(s["const"]) not in {_canon(x) for x in s["enum"]}:
                 continue
@@ -1463,6 +1465,17 @@ class _Converter:
                                                                                   and bounds[1] <= hi)):
                 lo, hi = None, None
                 constraints = constraints[:1]
+        if s.get("_not_strings") or s.get("_not_patterns"):  # a string that is none of these values and matches
+            parts = [fmt_re] if fmt_re is not None else []      # none of these patterns (from a negation)
+            if pat is not None:
+                parts.append(pattern_regex(pat, ptr + "/pattern"))
+            if lo not in (None, 0) or hi is not None:
+                if max(lo or 0, hi or 0) > self.limits.max_count:
+                    raise SchemaError(ptr + "/maxLength", f"string length bound above max_count={self.limits.max_count}")
+                parts.append(SCHAR + f"{{{int(lo or 0)},{'' if hi is None else int(hi)}}}")
+            minus = "(?:" + "|".join([_string_literal(x) for x in s.get("_not_strings", [])]
+                                     + [pattern_regex(p, ptr + "/not/pattern") for p in s.get("_not_patterns", [])]) + ")"
+            return self.key_terminal(parts or [SCHAR + "*"], minus, ptr)
         if len(constraints) > 1:  # several constraints on one string: the intersection of their automata
             parts = []
             if fmt_re is not None:
@@ -1477,16 +1490,6 @@ class _Converter:
                                       "(setting ZAPFORMAT_MAX_COUNT)")
                 parts.append(SCHAR + f"{{{lo},{'' if hi is None else hi}}}")
             return self.intersection(parts, ptr)
-        if s.get("_not_strings"):  # a string that is none of these (from a negated if-condition)
-            parts = [fmt_re] if fmt_re is not None else []
-            if pat is not None:
-                parts.append(pattern_regex(pat, ptr + "/pattern"))
-            if lo not in (None, 0) or hi is not None:
-                if max(lo or 0, hi or 0) > self.limits.max_count:
-                    raise SchemaError(ptr + "/maxLength", f"string length bound above max_count={self.limits.max_count}")
-                parts.append(SCHAR + f"{{{int(lo or 0)},{'' if hi is None else int(hi)}}}")
-            minus = "(?:" + "|".join(_string_literal(x) for x in s["_not_strings"]) + ")"
-            return self.key_terminal(parts or [SCHAR + "*"], minus, ptr)
         if fmt_re is not None and len(constraints) == 1:
             return _terminal(f'"{fmt_re}"')
         if pat is not None:

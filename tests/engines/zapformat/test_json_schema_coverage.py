@@ -181,6 +181,11 @@ CASES = [
     ("additionalProperties default, many names", {"type": "object", "properties": {
         f"property_name_{i:02d}": {"type": "integer"} for i in range(30)}},
      ['{"property_name_01":1,"builtin ":"x"}', '{"property_name_3":"x"}'], ['{"property_name_01":"x"}']),
+    ("not pattern", {"type": "string", "maxLength": 3, "pattern": "[0-9]", "not": {"pattern": "^1"}},
+     ['"21"', '"a2"'], ['"12"', '"abcd"', '"ab"']),
+    ("not pattern next to an enum", {"enum": ["abc", "x", 1], "not": {"pattern": "^a"}}, ['"x"'], ['"abc"', "1"]),
+    ("oneOf of two patterns", {"oneOf": [{"type": "string", "pattern": "^a"}, {"type": "string", "pattern": "c$"}]},
+     ['"ab"', '"bc"'], ['"abc"', '"b"']),
     ("not anyOf", {"not": {"anyOf": [{"type": "string"}, {"minimum": 3}]}}, ["1", "-2.5"], ['"a"', "5", "null", "[]"]),
     # a number bound holds for every non-number: the negated condition must not let those take the else branch
     ("if over a number bound", {"if": {"minimum": 5}, "then": {"type": "number"}}, ["7", "3"], ['"x"', "null"]),
