@@ -95,6 +95,7 @@ WS = FLEXIBLE_WS  # kept for importers; the compiler itself reads ``_ws()``
 HEADER = json_header(FLEXIBLE_WS)
 JSON_GRAMMAR = "start ::= object;\n" + HEADER  # generic JSON objects (the spec's "generic JSON CFG")
 STRING_CHAR = r'([^\\\\"\u0000-\u001f]|\\\\["\\\\bfnrt/]|\\\\u[0-9A-Fa-f]{4})'  # KBNF-escaped form
+UNIQUE_MAX = 8  # uniqueItems is compiled over at most this many distinct item values (2^k rules)
 LONG_STRING = 256  # a length bound above this many characters is compiled in blocks (Converter.long_string)
 BLOCK = 64
 SCHAR = r'(?:[^"\\\x00-\x1f]|\\["\\/bfnrt]|\\u[0-9A-Fa-f]{4})'  # plain regex form
@@ -1099,7 +1100,7 @@ class _Converter:
             raise SchemaError(ptr, f"expected a schema object, got {type(s).__name__}")
         s = self.normalise(s, ptr)
         for k in sorted(set(s) & REFUSED):
-            if k == "uniqueItems" and (s.get("maxItems", 2) <= 1):
+            if k == "uniqueItems" and (s.get("maxItems", 2) <= 1 or self.finite_items(s, ptr) is not None):
                 continue
             raise SchemaError(f"{ptr}/{k}", f"keyword '{k}' is not supported")
         for key in ("anyOf", "oneOf"):
@@ -1603,12 +1604,65 @@ class _Converter:
         else:
             for k in range(loop_from, 0, -1):
                 E(k)
+        if s.get("uniqueItems") is True and (hi is None or hi > 1):
+            if "contains" in s:
+                raise SchemaError(ptr + "/uniqueItems", "uniqueItems together with contains is not supported")
+            return self.unique_array(self.finite_items(s, ptr), lo, hi, ptr)
         if "contains" in s:
             return self.array_with_contains(s, ptr, elems, item, elem, E, hi, loop_from)
         inner = f"{elem(0)} {E(1)}" if (hi is None or hi >= 1) else None
         if inner is None:
             return "array_begin array_end"
         return f"array_begin ({inner}){'?' if lo == 0 else ''} array_end"
+
+    def finite_items(self, s: dict, ptr: str) -> list | None:
+        """The values an item can take when they are few (enum/const, boolean, null; at most UNIQUE_MAX), else
+        None: what ``uniqueItems`` needs to be compiled (arrays of distinct values from a small set)."""
+        if s.get("prefixItems"):
+            return None
+        try:
+            it = self.normalise(self.as_dict(s.get("items", True), ptr + "/items"), ptr + "/items")
+        except SchemaError:
+            return None
+        keys = {k for k in it if k in ASSERTIONS or k.startswith("_")}
+        t = it.get("type")
+        types = set() if t is None else {t} if isinstance(t, str) else set(t)
+        if "const" in it or "enum" in it:
+            if keys - {"type", "const", "enum"}:
+                return None
+            vals = [it["const"]] if "const" in it else list(it["enum"]) if isinstance(it["enum"], list) else []
+            if types:
+                vals = [v for v in vals if _types_of(v) in types or (_types_of(v) == "integer" and "number" in types)]
+        elif keys == {"type"} and types and types <= {"boolean", "null"}:
+            vals = ([True, False] if "boolean" in types else []) + ([None] if "null" in types else [])
+        else:
+            return None
+        seen = {}
+        for v in vals:
+            seen.setdefault(_canon(int(v) if isinstance(v, float) and v.is_integer() else v), v)
+        return list(seen.values()) if 0 < len(seen) <= UNIQUE_MAX else None
+
+    def unique_array(self, vals: list, lo: int, hi: int | None, ptr: str) -> str:
+        """``uniqueItems`` over a small set of values: U(S), the rest of an array whose items so far are the set S,
+        may close (when |S| reaches minItems) or add a value not in S (below maxItems): 2^k rules for k values."""
+        k = len(vals)
+        hi = k if hi is None else min(hi, k)
+        if lo > hi:
+            raise Unsatisfiable(ptr, f"minItems {lo} is above the {hi} distinct values the items can take")
+        lits = [self.literal(v) for v in vals]
+        rule: dict[int, str | None] = {}
+        for mask in sorted(range(1 << k), key=lambda m: -bin(m).count("1")):
+            size = bin(mask).count("1")
+            alts = [f"comma {lits[i]} {rule[mask | 1 << i]}" for i in range(k)
+                    if size < hi and not mask >> i & 1 and rule.get(mask | 1 << i) is not None]
+            if not alts and size < lo:
+                rule[mask] = None
+                continue
+            rule[mask] = self.new_rule(("(" + " | ".join(alts) + ")" + ("?" if size >= lo else "")) if alts else "")
+        first = [f"{lits[i]} {rule[1 << i]}" for i in range(k) if rule.get(1 << i) is not None]
+        if not first:
+            raise Unsatisfiable(ptr, "no array of distinct items satisfies the bounds")
+        return "array_begin (" + " | ".join(first) + (")?" if lo == 0 else ")") + " array_end"
 
     def array_with_contains(self, s: dict, ptr: str, elems: list, item, elem, E, hi, loop_from) -> str:
         """``contains`` (at least one item matches it): F(k), what may follow k items none of which matched,

@@ -186,6 +186,11 @@ CASES = [
     ("not pattern next to an enum", {"enum": ["abc", "x", 1], "not": {"pattern": "^a"}}, ['"x"'], ['"abc"', "1"]),
     ("oneOf of two patterns", {"oneOf": [{"type": "string", "pattern": "^a"}, {"type": "string", "pattern": "c$"}]},
      ['"ab"', '"bc"'], ['"abc"', '"b"']),
+    ("uniqueItems over an enum", {"type": "array", "items": {"type": "string", "enum": ["always", "never", "if-not"]},
+                                  "minItems": 1, "uniqueItems": True},
+     ['["always"]', '["never","always","if-not"]'], ["[]", '["always","always"]', '["never","if-not","never"]']),
+    ("uniqueItems booleans", {"type": "array", "items": {"type": "boolean"}, "uniqueItems": True},
+     ["[]", "[true,false]"], ["[true,true]", "[false,true,false]"]),
     ("not anyOf", {"not": {"anyOf": [{"type": "string"}, {"minimum": 3}]}}, ["1", "-2.5"], ['"a"', "5", "null", "[]"]),
     # a number bound holds for every non-number: the negated condition must not let those take the else branch
     ("if over a number bound", {"if": {"minimum": 5}, "then": {"type": "number"}}, ["7", "3"], ['"x"', "null"]),
