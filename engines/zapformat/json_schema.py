@@ -95,6 +95,7 @@ WS = FLEXIBLE_WS  # kept for importers; the compiler itself reads ``_ws()``
 HEADER = json_header(FLEXIBLE_WS)
 JSON_GRAMMAR = "start ::= object;\n" + HEADER  # generic JSON objects (the spec's "generic JSON CFG")
 STRING_CHAR = r'([^\\\\"\u0000-\u001f]|\\\\["\\\\bfnrt/]|\\\\u[0-9A-Fa-f]{4})'  # KBNF-escaped form
+MAX_PATTERNS = 5  # patternProperties with different schemas: one kind of member per set of patterns (2^n - 1)
 UNIQUE_MAX = 8  # uniqueItems is compiled over at most this many distinct item values (2^k rules)
 LONG_STRING = 256  # a length bound above this many characters is compiled in blocks (Converter.long_string)
 BLOCK = 64
@@ -1731,21 +1732,22 @@ class _Converter:
         pats = [(p, sub) for p, sub in pattern_props.items()]
         if pats and all(sub in (True, {}) for _, sub in pats) and ap in (True, {}):
             pats = []  # patterns that constrain nothing next to unconstrained additional members
-        if pats and len({_canon(sub) for _, sub in pats}) > 1:
-            raise SchemaError(ptr + "/patternProperties", "several patternProperties with different schemas "
-                                                          "are not supported")
-        # Declared names that match a pattern must satisfy its schema too.
+        if pats and len({_canon(sub) for _, sub in pats}) > 1 and len(pats) > MAX_PATTERNS:
+            raise SchemaError(ptr + "/patternProperties", f"more than {MAX_PATTERNS} patternProperties with "
+                                                          "different schemas are not supported")
+        # Declared names that match patterns must satisfy their schemas too.
         if pats:
             props = dict(props)
             for name in list(props):
-                if any(_search(p, name, ptr) for p, _ in pats):
-                    props[name] = {"allOf": [props[name], pats[0][1]]}
+                matching = [sub for p, sub in pats if _search(p, name, ptr)]
+                if matching:
+                    props[name] = {"allOf": [props[name]] + matching}
         # Names that must or may appear but are not declared become declared (with the extras' schema).
         for name in list(required) + [k for k in deps] + [x for v in deps.values() for x in v]:
             if name not in props:
                 matching = [sub for p, sub in pats if _search(p, name, ptr)]
                 if matching:
-                    props = {**props, name: matching[0]}
+                    props = {**props, name: {"allOf": matching} if len(matching) > 1 else matching[0]}
                 elif ap is not False:
                     props = {**props, name: ap}
         # propertyNames: a regex every key matches (None: no constraint); declared names outside it cannot appear
@@ -1808,12 +1810,23 @@ class _Converter:
                 too_many = True
         if pats:  # keys matching a pattern (and no declared name), then keys matching none (additionalProperties)
             pp = f"{ptr}/patternProperties"
-            union = "(?:" + "|".join(pattern_regex(p, f"{pp}/{_esc(p)}") for p, _ in pats) + ")"
-            try:
-                extras.append((self.key_terminal([union] + ([not_names] if not_names else []) + key_parts, None, pp),
-                               self.nonterminal(pats[0][1], f"{pp}/{_esc(pats[0][0])}")))
-            except Unsatisfiable:
-                pass
+            regs = [pattern_regex(p, f"{pp}/{_esc(p)}") for p, _ in pats]
+            union = "(?:" + "|".join(regs) + ")"
+            # a key matches some set of the patterns and must satisfy each of their schemas: one kind of member
+            # per set (keys in every pattern of the set and in none of the others; empty sets of keys drop out)
+            groups = [list(range(len(pats)))] if len({_canon(sub) for _, sub in pats}) == 1 else \
+                [[i for i in range(len(pats)) if m >> i & 1] for m in range(1, 1 << len(pats))]
+            for g in groups:
+                others = [regs[j] for j in range(len(pats)) if j not in g]
+                inside = [union] if len(g) == len(pats) and len(groups) == 1 else [regs[i] for i in g]
+                try:
+                    key = self.key_terminal(inside + ([not_names] if not_names else []) + key_parts,
+                                            "(?:" + "|".join(others) + ")" if others else None, pp)
+                    subs = [pats[i][1] for i in g]
+                    extras.append((key, self.nonterminal(subs[0] if len({_canon(x) for x in subs}) == 1
+                                                         else {"allOf": subs}, f"{pp}/{_esc(pats[g[0]][0])}")))
+                except Unsatisfiable:
+                    pass
             if ap is not False and not (too_many and "additionalProperties" not in s):
                 try:
                     val = self.nonterminal(ap, ptr + "/additionalProperties")

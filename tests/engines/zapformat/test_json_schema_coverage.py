@@ -191,6 +191,11 @@ CASES = [
      ['["always"]', '["never","always","if-not"]'], ["[]", '["always","always"]', '["never","if-not","never"]']),
     ("uniqueItems booleans", {"type": "array", "items": {"type": "boolean"}, "uniqueItems": True},
      ["[]", "[true,false]"], ["[true,true]", "[false,true,false]"]),
+    ("patternProperties with different schemas", {"type": "object", "properties": {"xy": {"type": "number"}},
+                                                  "patternProperties": {"^x": {"type": "integer"}, "y$": {"minimum": 3}},
+                                                  "additionalProperties": {"type": "string"}},
+     ['{"xy":3}', '{"xa":1}', '{"ay":"s"}', '{"b":"s"}', '{"xz":1,"zy":4}'],
+     ['{"xy":2}', '{"xy":3.5}', '{"xa":"s"}', '{"ay":2}', '{"b":1}', '{"xzy":2}']),
     ("not anyOf", {"not": {"anyOf": [{"type": "string"}, {"minimum": 3}]}}, ["1", "-2.5"], ['"a"', "5", "null", "[]"]),
     # a number bound holds for every non-number: the negated condition must not let those take the else branch
     ("if over a number bound", {"if": {"minimum": 5}, "then": {"type": "number"}}, ["7", "3"], ['"x"', "null"]),
