@@ -56,9 +56,9 @@ class EagerEntry:
     disallowed: int  # rank bitset: the regex dies on these before it could end
 
 
-EAGER_MAX_STATES = 1024  # deviation, stated: kbnf caches every regex; bigger DFAs (long counted strings) are simulated
+EAGER_MAX_STATES = 4096  # deviation, stated: kbnf caches every regex; bigger DFAs are simulated (was 1024 until 12-06)
 EAGER_CHUNK = 128
-EAGER_MAX_TOTAL_STATES = 4096  # per grammar: regexes past this many cached states are simulated (compile time)
+EAGER_MAX_TOTAL_STATES = 16384  # per grammar: regexes past this many cached states are simulated (compile time)
 
 
 def eager_regex_cache(grammar: Grammar, vocab: Vocabulary, min_tokens: int,

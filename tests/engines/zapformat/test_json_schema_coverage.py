@@ -158,6 +158,9 @@ CASES = [
     ("maxLength in blocks", {"type": "string", "minLength": 130, "maxLength": 300},
      ['"' + "a" * 300 + '"', '"' + "\\n" * 300 + '"', '"' + "é" * 130 + '"', '"' + "a" * 192 + '"'],
      ['"' + "a" * 301 + '"', '"' + "a" * 129 + '"', '"' + "\\n" * 301 + '"']),
+    # one terminal of 200 counted characters (2,600 DFA states): covered by the eager cache in both cores
+    ("maxLength 200", {"type": "string", "maxLength": 200}, ['"' + "ab c" * 50 + '"', '"x\\u00e9"'],
+     ['"' + "a" * 201 + '"']),
     ("minLength in blocks", {"type": "string", "minLength": 300}, ['"' + "a" * 300 + '"', '"' + "b" * 1000 + '"'],
      ['"' + "a" * 299 + '"', '""']),
     ("maxLength 131072", {"type": "string", "maxLength": 131072}, ['"' + "a" * 2000 + '"', '""'], ["1", "null"]),
