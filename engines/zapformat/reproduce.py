@@ -22,6 +22,7 @@ VOCAB = os.environ.get("ZAPFORMAT_VOCAB", "qwen2.5")
 N_EQUIV = int(os.environ.get("ZAPFORMAT_N_EQUIV", "20"))
 N_BENCH = int(os.environ.get("ZAPFORMAT_N_BENCH", "5"))
 N_GEN = int(os.environ.get("ZAPFORMAT_N_GEN", "50"))
+GEN_MAX_NEW_TOKENS = 128
 GEN_SCHEMA = {
     "type": "object",
     "properties": {"name": {"type": "string", "maxLength": 24}, "age": {"type": "integer"},
@@ -137,17 +138,22 @@ def claim_pruning(rep: Report) -> None:
 
 def claim_generation(rep: Report) -> None:
     import json
+    from collections import Counter
 
     from .generation import generate
 
     res = generate({"grammar_kind": "json_schema", "grammar": json.dumps(GEN_SCHEMA), "samples": N_GEN,
-                    "max_new_tokens": 128, "temperature": 0.7, "seed": 0,
+                    "max_new_tokens": GEN_MAX_NEW_TOKENS, "temperature": 0.7, "seed": 0,
                     "prompt": "Describe a fictional person as a JSON object with name, age, city and hobbies."})
     c, u = res.constrained_valid_rate, res.unconstrained_valid_rate
+    stops = Counter(s.stop for s in res.samples if not s.constrained_valid)  # why the invalid outputs ended
+    why = "" if not stops else " (invalid ones ended by: " + ", ".join(
+        f"{n} {f'the {GEN_MAX_NEW_TOKENS}-token cap' if k == 'max_new_tokens' else k.replace('_', ' ')}"
+        for k, n in stops.most_common()) + ")"
     rep.claim(f"4. SmolLM2-135M-Instruct + our LogitsProcessor: schema-valid JSON over {N_GEN} prompts; "
               "unconstrained less", "100% valid (fully compliant outputs)",
-              f"constrained {100 * c:.0f}%, unconstrained {100 * u:.0f}%; mask {res.mask_ms_per_token:.2f} ms/token/seq; "
-              f"generation {res.constrained_s:.0f} s vs {res.unconstrained_s:.0f} s", c == 1.0 and u < 1.0)
+              f"constrained {100 * c:.0f}%{why}, unconstrained {100 * u:.0f}%; mask {res.mask_ms_per_token:.2f} "
+              f"ms/token/seq; generation {res.constrained_s:.0f} s vs {res.unconstrained_s:.0f} s", c == 1.0 and u < 1.0)
     ex = res.samples[0]
     rep.section("**Generation example** (sample 1).\n\nConstrained: `" + ex.constrained.replace("`", "'")[:300]
                 + "`\n\nUnconstrained: `" + ex.unconstrained.replace("`", "'").replace("\n", " ")[:300] + "`")
