@@ -22,8 +22,8 @@ hostname, ipv4, ipv6; arrays: ``items``, ``prefixItems`` (and draft-7 ``items`` 
 ``minProperties``/``maxProperties``, ``dependentRequired``, ``dependentSchemas`` (and draft-7 ``dependencies``),
 ``propertyNames`` (a string schema that becomes one key regex).
 
-Stated narrowings (never a wrong accept): a number under bounds or ``multipleOf`` is written without an
-exponent; integers are written without a fraction (``1.0`` is refused for ``integer``); a member key given
+Stated narrowings (never a wrong accept): a number under bounds or ``multipleOf``, and a number that must not be an
+integer, is written without an exponent; integers are written without a fraction (``1.0`` is refused for ``integer``); a member key given
 with a ``\\u`` escape is not recognised as the declared name.
 """
 from __future__ import annotations
@@ -153,6 +153,14 @@ def _kbnf_regex_literal(value) -> str:
     """A whitespace-prefixed regex terminal matching exactly the JSON text of a scalar ``value``."""
     text = json.dumps(value, ensure_ascii=False)
     return _terminal(re.sub(r"([\\.^$|?*+()\[\]{}])", r"\\\1", text))
+
+
+def _combined_terminal(plain: str) -> str:
+    """A KBNF regex terminal for a plain regex that combines automata (regex.INTERSECT, MINUS, DIVISIBLE)."""
+    from .regex import DIVISIBLE, INTERSECT, MINUS
+
+    text = "#'" + plain.replace("\\", "\\\\").replace("'", "\\'") + "'"
+    return text.replace(INTERSECT, "\\x00&\\x00").replace(MINUS, "\\x00!\\x00").replace(DIVISIBLE, "\\x00%")
 
 
 def _terminal(regex: str) -> str:
@@ -1165,8 +1173,6 @@ class _Converter:
                 ts.remove(x)
             if x == "number" and "integer" in ts:
                 ts.remove("integer")
-        if "integer" in s.get("_not_types", ()) and "number" in ts:
-            raise SchemaError(ptr + "/not", "not {type: integer} on numbers is not supported")
         if not ts:
             raise Unsatisfiable(ptr, "no type is left")
         return ts
@@ -1192,7 +1198,7 @@ class _Converter:
         if k == "type":
             ts = [v] if isinstance(v, str) else list(v)
             if "integer" in ts and "number" not in ts:
-                raise SchemaError(ptr, "{type: integer} cannot be negated (non-integral numbers)")
+                return {"anyOf": [others("number"), {"type": "number", "_not_types": ["integer"]}]}
             return others(*ts)
         if k in ("const", "enum"):
             vals = [v] if k == "const" else list(v)
@@ -1297,6 +1303,8 @@ class _Converter:
             t = _types_of(v)
             if t not in types and not (t == "integer" and "number" in types):
                 continue
+            if t == "integer" and "integer" in s.get("_not_types", ()):
+                continue
             if _canon(v) in bad or (isinstance(v, str) and any(_search(p, v, ptr) for p in s.get("_not_patterns", ()))):
                 continue
             if "enum" in s and "const" in s and _canon(s["const"]) not in {_canon(x) for x in s["enum"]}:
@@ -1345,9 +1353,27 @@ class _Converter:
         return _terminal(r"-?(?:0|[1-9][0-9]*)(?:\.0+)?") if r == "integer" else r
 
     def t_number(self, s, ptr):
+        if "integer" in s.get("_not_types", ()):  # a number that is not an integer: a nonzero fraction digit
+            frac = r"-?(0|[1-9][0-9]*)\.[0-9]*[1-9][0-9]*"  # narrowing, stated: no exponent
+            if "multipleOf" in s:
+                raise SchemaError(ptr + "/multipleOf", "not {type: integer} next to multipleOf is not supported")
+            lo, lo_s, hi, hi_s = self.bounds(s, ptr)
+            if lo is None and hi is None:
+                return _terminal(frac)
+            from .regex import INTERSECT, RegexError, compile_regex
+
+            plain = _ws() + number_regex(lo, lo_s, hi, hi_s, False, ptr) + INTERSECT + _ws() + frac
+            try:
+                compile_regex(plain)
+            except RegexError as e:
+                if e.reason.startswith("matches nothing"):
+                    raise Unsatisfiable(ptr, "no non-integral number within the bounds") from None
+                raise SchemaError(ptr, f"not {{type: integer}} with bounds: {e.reason}") from None
+            return _combined_terminal(plain)
         return self.numeric(s, ptr, False)
 
-    def numeric(self, s: dict, ptr: str, integer: bool) -> str:
+    def bounds(self, s: dict, ptr: str) -> tuple:
+        """(lower, lower is strict, upper, upper is strict) from minimum/maximum and their exclusive forms."""
         lo, lo_s, hi, hi_s = s.get("minimum"), False, s.get("maximum"), False
         for k in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"):
             if k in s and (isinstance(s[k], bool) or not isinstance(s[k], (int, float))):
@@ -1356,6 +1382,10 @@ class _Converter:
             lo, lo_s = s["exclusiveMinimum"], True
         if "exclusiveMaximum" in s and (hi is None or s["exclusiveMaximum"] <= hi):
             hi, hi_s = s["exclusiveMaximum"], True
+        return lo, lo_s, hi, hi_s
+
+    def numeric(self, s: dict, ptr: str, integer: bool) -> str:
+        lo, lo_s, hi, hi_s = self.bounds(s, ptr)
         mult = s.get("multipleOf")
         if mult is not None and mult <= 0:
             raise SchemaError(ptr + "/multipleOf", "multipleOf must be positive")
@@ -1393,8 +1423,7 @@ class _Converter:
             compile_regex(plain)
         except RegexError as e:
             raise SchemaError(ptr, f"pattern/format/length together: {str(e).split(': ', 1)[-1]}") from None
-        text = "#'" + plain.replace("\\", "\\\\").replace("'", "\\'") + "'"
-        return text.replace(INTERSECT, "\\x00&\\x00")
+        return _combined_terminal(plain)
 
     def key_terminal(self, both: list[str], minus: str | None, ptr: str) -> str:
         """Terminal for a member key whose contents match every regex in ``both`` and not ``minus``."""
@@ -1410,8 +1439,7 @@ class _Converter:
             if e.reason.startswith("matches nothing"):  # no such key (e.g. a pattern ".*" leaves no additional key)
                 raise Unsatisfiable(ptr, f"member keys: {reason}") from None
             raise SchemaError(ptr, f"member keys: {reason}") from None
-        text = "#'" + plain.replace("\\", "\\\\").replace("'", "\\'") + "'"
-        return text.replace(INTERSECT, "\\x00&\\x00").replace(MINUS, "\\x00!\\x00")
+        return _combined_terminal(plain)
 
     def rule_terminal(self, regex: str) -> str:
         return _terminal(regex)
@@ -1429,8 +1457,7 @@ class _Converter:
                 compile_regex(plain)
             except RegexError as e:
                 raise SchemaError(ptr + "/multipleOf", str(e).split(": ", 1)[-1]) from None
-            text = "#'" + plain.replace("\\", "\\\\").replace("'", "\\'") + "'"
-            return text.replace(INTERSECT, "\\x00&\\x00").replace(DIVISIBLE, "\\x00%")
+            return _combined_terminal(plain)
         if m > self.limits.max_multiple_of:
             raise SchemaError(ptr + "/multipleOf", f"multipleOf {m} exceeds max_multiple_of="
                                                    f"{self.limits.max_multiple_of}")

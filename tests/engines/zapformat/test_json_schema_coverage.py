@@ -199,6 +199,10 @@ CASES = [
                                                   "additionalProperties": {"type": "string"}},
      ['{"xy":3}', '{"xa":1}', '{"ay":"s"}', '{"b":"s"}', '{"xz":1,"zy":4}'],
      ['{"xy":2}', '{"xy":3.5}', '{"xa":"s"}', '{"ay":2}', '{"b":1}', '{"xzy":2}']),
+    # "not an integer": a number with a nonzero fraction digit (narrowing, stated: no exponent)
+    ("not integer", {"not": {"type": "integer"}}, ["1.5", '"x"', "null"], ["1", "1.0", "-3"]),
+    ("oneOf integer or a bound", {"oneOf": [{"type": "integer"}, {"minimum": 2}]}, ["1", "2.5", '"x"'],
+     ["2", "3", "1.5"]),
     ("not anyOf", {"not": {"anyOf": [{"type": "string"}, {"minimum": 3}]}}, ["1", "-2.5"], ['"a"', "5", "null", "[]"]),
     # a number bound holds for every non-number: the negated condition must not let those take the else branch
     ("if over a number bound", {"if": {"minimum": 5}, "then": {"type": "number"}}, ["7", "3"], ['"x"', "null"]),
@@ -225,9 +229,10 @@ def test_keyword_accepts_valid_rejects_invalid(keyword, schema, valid, invalid):
     ({"type": "array", "uniqueItems": True}, "/uniqueItems", "uniqueItems"),
     ({"properties": {"a": {"type": "array", "contains": {}, "maxContains": 2}}}, "/properties/a/maxContains",
      "maxContains"),
-    ({"if": {"type": "integer"}, "then": {"minimum": 1}}, "/if", "cannot be negated"),
+    ({"if": {"format": "email"}, "then": {"maxLength": 5}}, "/if/format", "cannot be negated"),
     ({"type": "object", "propertyNames": {"multipleOf": 3}}, "/propertyNames/multipleOf", "propertyNames"),
-    ({"oneOf": [{"type": "integer"}, {"minimum": 2}]}, "/oneOf/0", "oneOf whose branches may overlap"),
+    ({"oneOf": [{"type": "string", "format": "email"}, {"type": "string", "maxLength": 5}]}, "/oneOf/0/format",
+     "oneOf whose branches may overlap"),
     ({"type": "string", "pattern": "(?=a)b"}, "/pattern", "look-around"),
     ({"type": "string", "format": "idn-email"}, "/format", "idn-email"),
     ({"type": "string", "pattern": "a^b"}, "/pattern", "anchors ^ and $ inside"),
