@@ -1234,6 +1234,10 @@ class _Converter:
         if k == "items" and "prefixItems" not in n:  # an array with an element that violates items
             return {"type": "array", "contains": self.negate(self.as_dict(v, ptr + "/items"), ptr + "/items",
                                                               depth + 1)}
+        if k == "multipleOf" and isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 \
+                and Fraction(str(v)).denominator == 1:  # a non-integral number, or an integer off the multiples
+            return {"anyOf": [{"type": "number", "_not_types": ["integer"]},
+                              {"type": "integer", "_not_multiple_of": [int(Fraction(str(v)))]}]}
         if k == "pattern" and isinstance(v, str):  # a string the pattern does not find
             return {"type": "string", "_not_patterns": [v]}
         if k == "not":
@@ -1303,7 +1307,8 @@ class _Converter:
             t = _types_of(v)
             if t not in types and not (t == "integer" and "number" in types):
                 continue
-            if t == "integer" and "integer" in s.get("_not_types", ()):
+            if t == "integer" and ("integer" in s.get("_not_types", ())
+                                   or any(int(v) % m == 0 for m in s.get("_not_multiple_of", ()))):
                 continue
             if _canon(v) in bad or (isinstance(v, str) and any(_search(p, v, ptr) for p in s.get("_not_patterns", ()))):
                 continue
@@ -1349,6 +1354,14 @@ class _Converter:
         return "boolean"
 
     def t_integer(self, s, ptr):
+        if s.get("_not_multiple_of"):  # an integer that is a multiple of none of these (narrowing: no ".0" form)
+            bounds = [k for k in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf") if k in s]
+            if bounds:
+                raise SchemaError(f"{ptr}/{bounds[0]}", "not {multipleOf} next to numeric bounds is not supported")
+            from .regex import DIVISIBLE, MINUS
+
+            return _combined_terminal(_ws() + "-?(0|[1-9][0-9]*)" + "".join(MINUS + DIVISIBLE + str(m)
+                                                                            for m in s["_not_multiple_of"]))
         r = self.numeric(s, ptr, True)
         return _terminal(r"-?(?:0|[1-9][0-9]*)(?:\.0+)?") if r == "integer" else r
 

@@ -203,6 +203,9 @@ CASES = [
     ("not integer", {"not": {"type": "integer"}}, ["1.5", '"x"', "null"], ["1", "1.0", "-3"]),
     ("oneOf integer or a bound", {"oneOf": [{"type": "integer"}, {"minimum": 2}]}, ["1", "2.5", '"x"'],
      ["2", "3", "1.5"]),
+    ("not multipleOf", {"type": "integer", "not": {"multipleOf": 2}, "allOf": [{"not": {"multipleOf": 5}}]},
+     ["1", "7", "-3"], ["2", "5", "10", "0"]),
+    ("if multipleOf", {"if": {"multipleOf": 2}, "then": {"maximum": 10}}, ["4", "11", "1.5", '"x"'], ["12"]),
     ("not anyOf", {"not": {"anyOf": [{"type": "string"}, {"minimum": 3}]}}, ["1", "-2.5"], ['"a"', "5", "null", "[]"]),
     # a number bound holds for every non-number: the negated condition must not let those take the else branch
     ("if over a number bound", {"if": {"minimum": 5}, "then": {"type": "number"}}, ["7", "3"], ['"x"', "null"]),
