@@ -1002,14 +1002,14 @@ class _Converter:
             return any(isinstance(x.get(lo), int) and isinstance(y.get(hi), int) and x[lo] > y[hi]
                        for x, y in ((a, b), (b, a)))
         if t == "number":
-            def bounds(s):
+            def interval(s):
                 lo = max([(s[k], k == "exclusiveMinimum") for k in ("minimum", "exclusiveMinimum")
                           if isinstance(s.get(k), (int, float)) and not isinstance(s.get(k), bool)], default=None)
                 hi = min([(s[k], k != "exclusiveMaximum") for k in ("maximum", "exclusiveMaximum")
                           if isinstance(s.get(k), (int, float)) and not isinstance(s.get(k), bool)], default=None)
                 return lo, hi
             for x, y in ((a, b), (b, a)):
-                (lo, _), (_, hi) = bounds(x), bounds(y)  # x's lower bound above y's upper bound
+                (lo, _), (_, hi) = interval(x), interval(y)  # x's lower bound above y's upper bound
                 if lo is not None and hi is not None and (lo[0] > hi[0] or (lo[0] == hi[0] and (lo[1] or not hi[1]))):
                     return True
         return False
