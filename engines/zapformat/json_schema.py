@@ -10,21 +10,23 @@ specification does not define (``x-...``, ``readonly``, ``_comment``...) and ann
 as a validator ignores them. See docs/methods/zapformat.md ("JSON Schema coverage") for the table.
 
 Compiled: ``type``; ``const``/``enum`` (values filtered by the rest of the schema); ``anyOf``; ``oneOf`` (each
-branch excludes the branches it may overlap); ``allOf`` (merged); ``not`` of types, of values, of ``required``;
+branch excludes the branches it may overlap); ``allOf`` (merged); ``not`` of types, of values, of ``required``,
+``anyOf``, ``pattern``, ``items``, integer ``multipleOf``, bounds and ``properties`` (``_Converter.negate``);
 ``$ref`` to ``#``, ``#/$defs/...``, ``#/definitions/...`` and any local JSON pointer (recursion allowed, siblings
 merged as ``allOf``); numbers: ``minimum``/``maximum``/``exclusiveMinimum``/``exclusiveMaximum`` (also the
 draft-4 boolean forms) as digit-level regexes, ``multipleOf`` for integers (a remainder automaton) and
 ``multipleOf`` = 10^-k for numbers; strings: ``minLength``/``maxLength``, ``pattern`` (searched, as the
 specification says; ECMA-262 classes), ``format`` date, time, date-time, email, uuid, uri, uri-reference,
 hostname, ipv4, ipv6; arrays: ``items``, ``prefixItems`` (and draft-7 ``items`` arrays +
-``additionalItems``), ``minItems``/``maxItems`` of any size up to ``Limits.max_count``, ``contains``; objects:
+``additionalItems``), ``minItems``/``maxItems`` of any size up to ``Limits.max_count``, ``contains``,
+``uniqueItems`` over at most ``UNIQUE_MAX`` item values; objects:
 ``properties``, ``required``, ``additionalProperties`` (false, true or a schema), ``patternProperties``,
 ``minProperties``/``maxProperties``, ``dependentRequired``, ``dependentSchemas`` (and draft-7 ``dependencies``),
 ``propertyNames`` (a string schema that becomes one key regex).
 
 Stated narrowings (never a wrong accept): a number under bounds or ``multipleOf``, and a number that must not be an
-integer, is written without an exponent; integers are written without a fraction (``1.0`` is refused for ``integer``); a member key given
-with a ``\\u`` escape is not recognised as the declared name.
+integer, is written without an exponent; integers are written without a fraction (``1.0`` is refused for
+``integer``); a member key given with a ``\\u`` escape is not recognised as the declared name.
 """
 from __future__ import annotations
 
@@ -97,7 +99,7 @@ JSON_GRAMMAR = "start ::= object;\n" + HEADER  # generic JSON objects (the spec'
 STRING_CHAR = r'([^\\\\"\u0000-\u001f]|\\\\["\\\\bfnrt/]|\\\\u[0-9A-Fa-f]{4})'  # KBNF-escaped form
 MAX_PATTERNS = 5  # patternProperties with different schemas: one kind of member per set of patterns (2^n - 1)
 UNIQUE_MAX = 8  # uniqueItems is compiled over at most this many distinct item values (2^k rules)
-LONG_STRING = 256  # a length bound above this many characters is compiled in blocks (Converter.long_string)
+LONG_STRING = 256  # a length bound above this many characters is compiled in blocks (_Converter.long_string)
 BLOCK = 64
 SCHAR = r'(?:[^"\\\x00-\x1f]|\\["\\/bfnrt]|\\u[0-9A-Fa-f]{4})'  # plain regex form
 TYPES = ("null", "boolean", "object", "array", "string", "number", "integer")
