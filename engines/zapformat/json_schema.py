@@ -106,13 +106,13 @@ TYPES = ("null", "boolean", "object", "array", "string", "number", "integer")
 ANNOTATIONS = {"title", "description", "$schema", "$id", "id", "examples", "default", "$comment", "deprecated",
                "readOnly", "writeOnly", "contentMediaType", "contentEncoding", "contentSchema", "$anchor",
                "$dynamicAnchor", "$vocabulary", "$defs", "definitions"}
-REFUSED = {"uniqueItems", "minContains", "maxContains",
-           "$dynamicRef", "$recursiveRef", "if"}
+REFUSED = {"uniqueItems", "minContains", "maxContains", "$dynamicRef", "$recursiveRef", "if"}
 ASSERTIONS = {"type", "const", "enum", "anyOf", "oneOf", "allOf", "not", "$ref", "minimum", "maximum",
               "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "minLength", "maxLength", "pattern", "format",
-              "items", "prefixItems", "additionalItems", "minItems", "maxItems", "contains", "properties", "required",
-              "additionalProperties", "patternProperties", "minProperties", "maxProperties", "dependentRequired",
-              "dependencies", "dependentSchemas", "propertyNames", "then", "else", "unevaluatedProperties", "unevaluatedItems"} | REFUSED
+              "items", "prefixItems", "additionalItems", "minItems", "maxItems", "contains", "properties",
+              "required", "additionalProperties", "patternProperties", "minProperties", "maxProperties",
+              "dependentRequired", "dependencies", "dependentSchemas", "propertyNames", "then", "else",
+              "unevaluatedProperties", "unevaluatedItems"} | REFUSED
 UNEVALUATED = ("unevaluatedProperties", "unevaluatedItems")
 SPEC_FORMATS_REFUSED = {"idn-email", "idn-hostname", "iri", "iri-reference", "uri-template", "json-pointer",
                         "relative-json-pointer", "regex", "duration"}
@@ -995,8 +995,7 @@ class _Converter:
             return None
         return {_canon(int(v) if isinstance(v, float) and v.is_integer() else v) for v in vals}
 
-    @staticmethod
-    def _ranges_apart(a: dict, b: dict, t: str) -> bool:
+    def _ranges_apart(self, a: dict, b: dict, t: str) -> bool:
         """The two schemas' bounds for type t leave no value in common (lengths, counts or numeric bounds)."""
         if t in ("string", "array", "object"):
             lo, hi = {"string": ("minLength", "maxLength"), "array": ("minItems", "maxItems"),
@@ -1004,15 +1003,12 @@ class _Converter:
             return any(isinstance(x.get(lo), int) and isinstance(y.get(hi), int) and x[lo] > y[hi]
                        for x, y in ((a, b), (b, a)))
         if t == "number":
-            def interval(s):
-                lo = max([(s[k], k == "exclusiveMinimum") for k in ("minimum", "exclusiveMinimum")
-                          if isinstance(s.get(k), (int, float)) and not isinstance(s.get(k), bool)], default=None)
-                hi = min([(s[k], k != "exclusiveMaximum") for k in ("maximum", "exclusiveMaximum")
-                          if isinstance(s.get(k), (int, float)) and not isinstance(s.get(k), bool)], default=None)
-                return lo, hi
-            for x, y in ((a, b), (b, a)):
-                (lo, _), (_, hi) = interval(x), interval(y)  # x's lower bound above y's upper bound
-                if lo is not None and hi is not None and (lo[0] > hi[0] or (lo[0] == hi[0] and (lo[1] or not hi[1]))):
+            try:
+                (alo, alo_s, ahi, ahi_s), (blo, blo_s, bhi, bhi_s) = self.bounds(a, ""), self.bounds(b, "")
+            except SchemaError:
+                return False
+            for lo, lo_s, hi, hi_s in ((alo, alo_s, bhi, bhi_s), (blo, blo_s, ahi, ahi_s)):  # one above the other
+                if lo is not None and hi is not None and (lo > hi or (lo == hi and (lo_s or hi_s))):
                     return True
         return False
 
@@ -1236,10 +1232,10 @@ class _Converter:
         if k == "items" and "prefixItems" not in n:  # an array with an element that violates items
             return {"type": "array", "contains": self.negate(self.as_dict(v, ptr + "/items"), ptr + "/items",
                                                               depth + 1)}
-        if k == "multipleOf" and isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 \
-                and Fraction(str(v)).denominator == 1:  # a non-integral number, or an integer off the multiples
+        m = Fraction(str(v)) if k == "multipleOf" and isinstance(v, (int, float)) and not isinstance(v, bool) else None
+        if m is not None and m > 0 and m.denominator == 1:  # a non-integral number, or an integer off the multiples
             return {"anyOf": [{"type": "number", "_not_types": ["integer"]},
-                              {"type": "integer", "_not_multiple_of": [int(Fraction(str(v)))]}]}
+                              {"type": "integer", "_not_multiple_of": [int(m)]}]}
         if k == "pattern" and isinstance(v, str):  # a string the pattern does not find
             return {"type": "string", "_not_patterns": [v]}
         if k == "not":
@@ -1509,30 +1505,17 @@ class _Converter:
                                                                                   and bounds[1] <= hi)):
                 lo, hi = None, None
                 constraints = constraints[:1]
-        if s.get("_not_strings") or s.get("_not_patterns"):  # a string that is none of these values and matches
-            parts = [fmt_re] if fmt_re is not None else []      # none of these patterns (from a negation)
+        # values and patterns a negation excludes
+        excluded = [_string_literal(x) for x in s.get("_not_strings", [])] + \
+            [pattern_regex(p, ptr + "/not/pattern") for p in s.get("_not_patterns", [])]
+        if excluded or len(constraints) > 1:  # one automaton: the constraints intersected, minus the exclusions
+            parts = [fmt_re] if fmt_re is not None else []
             if pat is not None:
                 parts.append(pattern_regex(pat, ptr + "/pattern"))
             if lo not in (None, 0) or hi is not None:
-                if max(lo or 0, hi or 0) > self.limits.max_count:
-                    raise SchemaError(ptr + "/maxLength", f"string length bound above max_count={self.limits.max_count}")
-                parts.append(SCHAR + f"{{{int(lo or 0)},{'' if hi is None else int(hi)}}}")
-            minus = "(?:" + "|".join([_string_literal(x) for x in s.get("_not_strings", [])]
-                                     + [pattern_regex(p, ptr + "/not/pattern") for p in s.get("_not_patterns", [])]) + ")"
-            return self.key_terminal(parts or [SCHAR + "*"], minus, ptr)
-        if len(constraints) > 1:  # several constraints on one string: the intersection of their automata
-            parts = []
-            if fmt_re is not None:
-                parts.append(fmt_re)
-            if pat is not None:
-                parts.append(pattern_regex(pat, ptr + "/pattern"))
-            if lo not in (None, 0) or hi is not None:
-                lo, hi = int(lo or 0), None if hi is None else int(hi)
-                if max(lo, hi or 0) > self.limits.max_count:
-                    raise SchemaError(ptr + ("/maxLength" if (hi or 0) > self.limits.max_count else "/minLength"),
-                                      f"string length bound above max_count={self.limits.max_count} "
-                                      "(setting ZAPFORMAT_MAX_COUNT)")
-                parts.append(SCHAR + f"{{{lo},{'' if hi is None else hi}}}")
+                parts.append(self.length_regex(lo, hi, ptr))
+            if excluded:
+                return self.key_terminal(parts or [SCHAR + "*"], "(?:" + "|".join(excluded) + ")", ptr)
             return self.intersection(parts, ptr)
         if fmt_re is not None and len(constraints) == 1:
             return _terminal(f'"{fmt_re}"')
@@ -1552,6 +1535,15 @@ class _Converter:
             return self.long_string(lo, hi)
         rep = f"{{{lo},{'' if hi is None else hi}}}"
         return f"#'{_ws()}\"{STRING_CHAR}{rep}\"'"
+
+    def length_regex(self, lo, hi, ptr: str) -> str:
+        """The contents of a string of lo to hi characters, for one automaton (so at most ``max_count``)."""
+        lo, hi = int(lo or 0), None if hi is None else int(hi)
+        if max(lo, hi or 0) > self.limits.max_count:
+            raise SchemaError(ptr + ("/maxLength" if (hi or 0) > self.limits.max_count else "/minLength"),
+                              f"string length bound above max_count={self.limits.max_count} "
+                              "(setting ZAPFORMAT_MAX_COUNT)")
+        return SCHAR + f"{{{lo},{'' if hi is None else hi}}}"
 
     def long_string(self, lo: int, hi: int | None) -> str:
         """A string whose length bound is too large for one automaton (its DFA grows with the bound): the
@@ -1591,6 +1583,10 @@ class _Converter:
         lo, hi = int(lo), None if hi is None else int(hi)
         if hi is not None and hi < lo:
             raise Unsatisfiable(ptr, f"minItems {lo} is above maxItems {hi}")
+        if s.get("uniqueItems") is True and (hi is None or hi > 1):  # body() let it through: finite_items has values
+            if "contains" in s:
+                raise SchemaError(ptr + "/uniqueItems", "uniqueItems together with contains is not supported")
+            return self.unique_array(self.finite_items(s, ptr), lo, hi, ptr)
         elems = []
         for i, sub in enumerate(prefix):
             try:
@@ -1647,10 +1643,6 @@ class _Converter:
         else:
             for k in range(loop_from, 0, -1):
                 E(k)
-        if s.get("uniqueItems") is True and (hi is None or hi > 1):
-            if "contains" in s:
-                raise SchemaError(ptr + "/uniqueItems", "uniqueItems together with contains is not supported")
-            return self.unique_array(self.finite_items(s, ptr), lo, hi, ptr)
         if "contains" in s:
             return self.array_with_contains(s, ptr, elems, item, elem, E, hi, loop_from)
         inner = f"{elem(0)} {E(1)}" if (hi is None or hi >= 1) else None
@@ -1774,7 +1766,8 @@ class _Converter:
         pats = [(p, sub) for p, sub in pattern_props.items()]
         if pats and all(sub in (True, {}) for _, sub in pats) and ap in (True, {}):
             pats = []  # patterns that constrain nothing next to unconstrained additional members
-        if pats and len({_canon(sub) for _, sub in pats}) > 1 and len(pats) > MAX_PATTERNS:
+        distinct = len({_canon(sub) for _, sub in pats}) > 1  # patterns whose schemas differ
+        if distinct and len(pats) > MAX_PATTERNS:
             raise SchemaError(ptr + "/patternProperties", f"more than {MAX_PATTERNS} patternProperties with "
                                                           "different schemas are not supported")
         # Declared names that match patterns must satisfy their schemas too.
@@ -1798,30 +1791,11 @@ class _Converter:
             forbidden |= set(props)
             ap, pats = False, []
             names_re = None
-        if names_re is not None:
-            from .regex import RegexError, compile_regex
+        elif names_re is not None:
+            from .regex import compile_regex
 
-            try:
-                compile_regex(names_re)
-            except RegexError as e:
-                if not e.reason.startswith("matches nothing"):
-                    raise SchemaError(ptr + "/propertyNames", f"propertyNames: {e.reason}") from None
-                forbidden |= set(props)
-                ap, pats = False, []
-                names_re = None
-        if names_re is not None:
-
-            table, accepting = compile_regex(names_re).table, compile_regex(names_re).accepting
-
-            def named(name: str) -> bool:
-                st = 0
-                for b in json.dumps(name, ensure_ascii=False)[1:-1].encode():
-                    st = table[st][b]
-                    if st < 0:
-                        return False
-                return accepting[st]
-
-            forbidden |= {n for n in props if not named(n)}
+            names_dfa = compile_regex(names_re)
+            forbidden |= {n for n in props if not names_dfa.matches(json.dumps(n, ensure_ascii=False)[1:-1].encode())}
         key_parts = [names_re] if names_re is not None else []
         # Declared members: (name, nonterminal or None when the value can never be valid)
         members = []
@@ -1841,8 +1815,9 @@ class _Converter:
         extras = []  # (key regex over JSON string contents, value nonterminal)
         names = list(props) + sorted(forbidden)
         not_names = _not_names_regex(names) if names else None
-        too_many = sum(len(n) + 1 for n in names) > self.limits.max_excluded_name_chars
-        if not too_many and not_names and "additionalProperties" not in s and sum(len(n) + 1 for n in names) > 160:
+        name_chars = sum(len(n) + 1 for n in names)
+        too_many = name_chars > self.limits.max_excluded_name_chars
+        if not too_many and not_names and "additionalProperties" not in s and name_chars > 160:
             from .regex import RegexError, compile_regex
 
             try:  # (160 characters of names are far below the limit) an exclusion automaton over the DFA limit:
@@ -1854,13 +1829,13 @@ class _Converter:
             pp = f"{ptr}/patternProperties"
             regs = [pattern_regex(p, f"{pp}/{_esc(p)}") for p, _ in pats]
             union = "(?:" + "|".join(regs) + ")"
-            # a key matches some set of the patterns and must satisfy each of their schemas: one kind of member
-            # per set (keys in every pattern of the set and in none of the others; empty sets of keys drop out)
-            groups = [list(range(len(pats)))] if len({_canon(sub) for _, sub in pats}) == 1 else \
-                [[i for i in range(len(pats)) if m >> i & 1] for m in range(1, 1 << len(pats))]
-            for g in groups:
-                others = [regs[j] for j in range(len(pats)) if j not in g]
-                inside = [union] if len(g) == len(pats) and len(groups) == 1 else [regs[i] for i in g]
+            # one schema: one kind of member, keys in any pattern. Different schemas: a key matches some set of the
+            # patterns and must satisfy each of their schemas, so one kind of member per set (keys in every pattern
+            # of the set and in none of the others; sets no key can match drop out)
+            kinds = [([union], [], [0])] if not distinct else \
+                [([regs[i] for i in g], [regs[j] for j in range(len(pats)) if j not in g], g)
+                 for g in ([i for i in range(len(pats)) if m >> i & 1] for m in range(1, 1 << len(pats)))]
+            for inside, others, g in kinds:
                 try:
                     key = self.key_terminal(inside + ([not_names] if not_names else []) + key_parts,
                                             "(?:" + "|".join(others) + ")" if others else None, pp)
@@ -1912,18 +1887,14 @@ class _Converter:
         t = n.pop("type", "string")
         if "string" not in ([t] if isinstance(t, str) else t):
             return ""  # keys are strings: a schema for other types matches none
-        unknown = set(n) - {"pattern", "minLength", "maxLength", "format", "enum", "const"}
+        unknown = sorted(set(n) - {"pattern", "minLength", "maxLength", "format", "enum", "const"})
         if unknown:
-            raise SchemaError(f"{pp}/{sorted(unknown)[0]}", f"propertyNames with {sorted(unknown)[0]!r} is not supported")
+            raise SchemaError(f"{pp}/{unknown[0]}", f"propertyNames with {unknown[0]!r} is not supported")
         parts = []
         if "pattern" in n:
             parts.append(pattern_regex(n["pattern"], pp + "/pattern"))
         if "minLength" in n or "maxLength" in n:
-            lo, hi = int(n.get("minLength", 0)), n.get("maxLength")
-            if max(lo, hi or 0) > self.limits.max_count:
-                raise SchemaError(pp, f"string length bound above max_count={self.limits.max_count} "
-                                      "(setting ZAPFORMAT_MAX_COUNT)")
-            parts.append(SCHAR + f"{{{lo},{'' if hi is None else int(hi)}}}")
+            parts.append(self.length_regex(n.get("minLength"), n.get("maxLength"), pp))
         if "format" in n and isinstance(n["format"], str):
             if n["format"] in SPEC_FORMATS_REFUSED:
                 raise SchemaError(pp + "/format", f"format {n['format']!r} is not supported")
@@ -1937,8 +1908,14 @@ class _Converter:
             parts.append("(?:" + "|".join(_string_literal(v) for v in names) + ")")
         if not parts:
             return None
-        from .regex import INTERSECT
+        from .regex import INTERSECT, RegexError, compile_regex
 
+        try:
+            compile_regex(INTERSECT.join(parts))
+        except RegexError as e:
+            if e.reason.startswith("matches nothing"):
+                return ""
+            raise SchemaError(pp, f"propertyNames: {e.reason}") from None
         return INTERSECT.join(parts)
 
     def choice(self, alts: list[str]) -> str | None:
