@@ -525,7 +525,7 @@ def pattern_regex(pattern: str, ptr: str) -> str:
     try:
         body = _print(parse(core))
     except RegexError as e:
-        raise SchemaError(ptr, f"pattern {pattern!r}: {str(e).split(': ', 1)[-1]}") from None
+        raise SchemaError(ptr, f"pattern {pattern!r}: {e.detail}") from None
     except ValueError:
         raise Unsatisfiable(ptr, f"pattern {pattern!r} matches no JSON string") from None
     return ("" if start else SCHAR + "*") + body + ("" if end else SCHAR + "*")
@@ -1379,7 +1379,7 @@ class _Converter:
             except RegexError as e:
                 if e.reason.startswith("matches nothing"):
                     raise Unsatisfiable(ptr, "no non-integral number within the bounds") from None
-                raise SchemaError(ptr, f"not {{type: integer}} with bounds: {e.reason}") from None
+                raise SchemaError(ptr, f"not {{type: integer}} with bounds: {e.detail}") from None
             return _combined_terminal(plain)
         return self.numeric(s, ptr, False)
 
@@ -1433,7 +1433,7 @@ class _Converter:
         try:
             compile_regex(plain)
         except RegexError as e:
-            raise SchemaError(ptr, f"pattern/format/length together: {str(e).split(': ', 1)[-1]}") from None
+            raise SchemaError(ptr, f"pattern/format/length together: {e.detail}") from None
         return _combined_terminal(plain)
 
     def key_terminal(self, both: list[str], minus: str | None, ptr: str) -> str:
@@ -1446,10 +1446,9 @@ class _Converter:
         try:
             compile_regex(plain)
         except RegexError as e:
-            reason = e.reason + (f" at offset {e.pos}" if e.pos is not None else "")
             if e.reason.startswith("matches nothing"):  # no such key (e.g. a pattern ".*" leaves no additional key)
-                raise Unsatisfiable(ptr, f"member keys: {reason}") from None
-            raise SchemaError(ptr, f"member keys: {reason}") from None
+                raise Unsatisfiable(ptr, f"member keys: {e.detail}") from None
+            raise SchemaError(ptr, f"member keys: {e.detail}") from None
         return _combined_terminal(plain)
 
     def rule_terminal(self, regex: str) -> str:
@@ -1467,7 +1466,7 @@ class _Converter:
             try:
                 compile_regex(plain)
             except RegexError as e:
-                raise SchemaError(ptr + "/multipleOf", str(e).split(": ", 1)[-1]) from None
+                raise SchemaError(ptr + "/multipleOf", e.detail) from None
             return _combined_terminal(plain)
         if m > self.limits.max_multiple_of:
             raise SchemaError(ptr + "/multipleOf", f"multipleOf {m} exceeds max_multiple_of="
@@ -1526,7 +1525,7 @@ class _Converter:
             try:
                 compile_regex(body)
             except RegexError as e:
-                raise SchemaError(ptr + "/pattern", f"pattern {pat!r}: {str(e).split(': ', 1)[-1]}") from None
+                raise SchemaError(ptr + "/pattern", f"pattern {pat!r}: {e.detail}") from None
             return _terminal(body)
         if lo in (None, 0) and hi is None:
             return "string"
@@ -1915,7 +1914,7 @@ class _Converter:
         except RegexError as e:
             if e.reason.startswith("matches nothing"):
                 return ""
-            raise SchemaError(pp, f"propertyNames: {e.reason}") from None
+            raise SchemaError(pp, f"propertyNames: {e.detail}") from None
         return INTERSECT.join(parts)
 
     def choice(self, alts: list[str]) -> str | None:

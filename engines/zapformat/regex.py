@@ -42,9 +42,9 @@ class RegexError(ValueError):
 
     def __init__(self, message: str, pattern: str = "", pos: int | None = None):
         self.pos = pos
-        self.reason = message
-        where = f" at offset {pos}" if pos is not None else ""
-        super().__init__(f"regex {pattern!r}: {message}{where}")
+        self.reason = message  # what went wrong, without the pattern (which may itself contain ": ")
+        self.detail = message + (f" at offset {pos}" if pos is not None else "")
+        super().__init__(f"regex {pattern!r}: {self.detail}")
 
 
 # ----------------------------------------------------------------------------- character sets
