@@ -258,9 +258,9 @@ NOTES = (
     "multiplied the run's time several times over; they were measured on the 51 schemas of run "
     "`compiled-core`, which is where the memory target against kbnf is checked. Run `full-sample` was redone on "
     "2026-12-06 (afternoon) with every engine on every schema (shards of 100; the morning's run had XGrammar on "
-    "861 schemas only) and the compiler of that afternoon (oneOf by mutual exclusion of its branches, `contains`, "
-    "negated bounds restricted to their type, long strings in blocks); the morning's numbers (ours 1,296/1,502 "
-    "passing) are in the git history of this page.")
+    "861 schemas only) and the compiler of that afternoon (what it gained: docs/methods/zapformat.md, \"JSON "
+    "Schema coverage\", and the note under \"Compiled core\" in zapformat.md); the morning's numbers (ours "
+    "1,296/1,502 passing) are in the git history of this page.")
 
 
 def write_page(stored: dict, path) -> str:
