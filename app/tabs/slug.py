@@ -49,15 +49,10 @@ def baseline_rows(res: dict) -> list[list]:
     rows = [["SLUG", res["chosen"], round(res["after"]["forget1"], 3), round(res["after"]["retain"], 3),
              round(res["after"]["utility"], 3), True, c["grad_examples"], round(c["grad_s"], 2), c["chosen_evals"],
              round(c["state_bytes"] / mib, 2)]]
-    for b in res["baselines"]:
-        if b["name"] == "ga":
-            layer, ex, secs, mem = f"all ({b['tensors_changed']} tensors)", b["grad_examples"], b["train_s"], b["state_bytes"]
-        else:
-            layer = b.get("layer") or ", ".join(b.get("layers", []))
-            ex, secs, mem = c["grad_examples"], c["grad_s"], c["state_bytes"]
-        rows.append([b["label"], layer, round(b["forget1"], 3), round(b["retain"], 3), round(b["utility"], 3),
-                     bool(b["reached"]), ex, round(secs, 2), round(b["evals"] / max(1, b.get("n", 1)), 1),
-                     round(mem / mib, 2)])
+    for b in res["baselines"]:  # every baseline row carries the same cost fields (engines/slug/baselines.py)
+        rows.append([b["label"], b["changed"], round(b["forget1"], 3), round(b["retain"], 3), round(b["utility"], 3),
+                     bool(b["reached"]), b["grad_examples"], round(b["train_s"], 2),
+                     round(b["evals"] / max(1, b.get("n", 1)), 1), round(b["state_bytes"] / mib, 2)])
     return rows
 
 

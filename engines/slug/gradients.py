@@ -48,8 +48,9 @@ def retain_loss(zc, images, captions: list[str]) -> torch.Tensor:
 
 
 def accumulate_gradients(zc, images: np.ndarray, captions: list[str], loss: str, batch_size: int = 64,
-                         names: set[str] | None = None, progress=None) -> GradientPass:
-    """One pass over the pairs: Σ_batches ∇L / #batches for every (or the named) parameter."""
+                         names: set[str] | None = None, progress=None, square: bool = False) -> GradientPass:
+    """One pass over the pairs: Σ_batches ∇L / #batches for every (or the named) parameter; with ``square``
+    Σ_batches (∇L)² / #batches (the official ``calc_grad`` with ``norm='l2'``: SSD's importances)."""
     fn = {"forget": forget_loss, "retain": retain_loss}[loss]
     model = zc.model
     params = {n: p for n, p in model.named_parameters() if names is None or n in names}
@@ -68,7 +69,7 @@ def accumulate_gradients(zc, images: np.ndarray, captions: list[str], loss: str,
             value.backward()
             for k, p in params.items():
                 if p.grad is not None:
-                    grads[k] += p.grad
+                    grads[k] += p.grad.square() if square else p.grad
             total += float(value.detach())
             sizes.append(len(captions[sl]))
             if progress is not None:

@@ -10,7 +10,8 @@ from engines.common.params import FiniteFloat, Params, require_unique
 TargetKind = Literal["digit", "object", "style", "fashion"]
 Tower = Literal["vision", "text", "both"]
 Selection = Literal["best_retain", "deepest"]
-Baseline = Literal["ga", "random_layer", "importance_only"]
+Baseline = Literal["ga", "ft", "ga_ft", "salun", "ssd", "random_layer", "importance_only", "alignment_only",
+                   "all_pareto"]
 
 DIGIT_NAMES = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine"]
 OBJECTS = ["circle", "square", "triangle", "star", "heart", "cross", "ring", "diamond", "arrow", "crescent"]
@@ -19,8 +20,12 @@ FASHION_NAMES = ["t-shirt", "trouser", "pullover", "dress", "coat", "sandal", "s
 TARGETS: dict[str, list[str]] = {"digit": DIGIT_NAMES, "object": OBJECTS, "style": STYLES, "fashion": FASHION_NAMES}
 KIND_LABELS = {"digit": "digit class (sklearn digits)", "object": "minicanvas object", "style": "minicanvas style",
                "fashion": "Fashion-MNIST class"}
-BASELINE_LABELS = {"ga": "gradient ascent, all layers", "random_layer": "random layer + same step search",
-                   "importance_only": "highest-importance layer + same step search"}
+BASELINE_LABELS = {"ga": "gradient ascent (GA), all layers", "ft": "fine-tuning on the retain set (FT)",
+                   "ga_ft": "GA on forget + FT on retain (GA+FT)", "salun": "SalUn: GA+FT on the most salient half",
+                   "ssd": "SSD: Fisher-ratio dampening", "random_layer": "random layer + same step search",
+                   "importance_only": "highest-importance layer + same step search",
+                   "alignment_only": "lowest-alignment layer + same step search",
+                   "all_pareto": "all Pareto layers at once + same step search"}
 
 
 def target_index(kind: str, target: str | int) -> int:
@@ -58,8 +63,9 @@ class UnlearnParams(SearchParams):
     n_eval: int = Field(600, ge=20, le=20_000, description="held-out images for forget/retain accuracy")
     batch_size: int = Field(64, ge=1, le=1024)
     baselines: tuple[Baseline, ...] = Field((), description="also run these, at matched forget accuracy")
-    ga_lr: FiniteFloat = Field(1e-5, gt=0.0, le=1.0, description="AdamW learning rate of the GA baseline (code: 1e-5)")
-    ga_max_steps: int = Field(200, ge=1, le=10_000)
+    ga_lr: FiniteFloat = Field(1e-5, gt=0.0, le=1.0,
+                               description="AdamW learning rate of GA, FT, GA+FT and SalUn (code: 1e-5)")
+    ga_max_steps: int = Field(200, ge=1, le=10_000, description="optimiser-step budget of GA, FT, GA+FT and SalUn")
     n_random: int = Field(3, ge=1, le=20, description="random layers drawn for the random-layer baseline")
     seed: int = Field(0, ge=0, le=2**31 - 1)
 

@@ -117,13 +117,10 @@ def cost_figure(res: dict):
     c = res["cost"]
     names = ["SLUG"]
     ex, secs, evals, mem = [c["grad_examples"]], [c["grad_s"]], [c["chosen_evals"]], [c["state_bytes"]]
-    for b in res.get("baselines", []):
+    for b in res.get("baselines", []):  # the same cost fields on every baseline (baselines.py)
         names.append(b["label"])
-        if b["name"] == "ga":
-            ex.append(b["grad_examples"]), secs.append(b["train_s"]), evals.append(b["evals"]), mem.append(b["state_bytes"])
-        else:  # same gradients as SLUG, another layer
-            ex.append(c["grad_examples"]), secs.append(c["grad_s"]), mem.append(c["state_bytes"])
-            evals.append(b["evals"] / max(1, b.get("n", 1)))
+        ex.append(b["grad_examples"]), secs.append(b["train_s"]), mem.append(b["state_bytes"])
+        evals.append(b["evals"] / max(1, b.get("n", 1)))
     fig, axes = subplots(1, 4, figsize=(13, 2.2 + 0.3 * len(names)))
     panels = [ex, secs, evals, [m / 2**20 for m in mem]]
     titles = ["gradient examples (fwd+bwd)", "update compute (s, no evaluations)", "accuracy evaluations",

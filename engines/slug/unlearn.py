@@ -4,24 +4,21 @@
 2.–4. per-layer importance and alignment, the Pareto front of each tower;
 5.–7. for each Pareto layer a step-size binary search; keep the layer that reaches the forget target with
 the highest retain accuracy (or the deepest Pareto layer, the SD script's rule); apply that single-layer patch.
-Baselines at matched forget accuracy: gradient ascent on all layers, random layers and the
-highest-importance layer with the same search.
+Baselines at matched forget accuracy: ``baselines.py``.
 """
 from __future__ import annotations
 
-import copy
-import dataclasses
 import time
 
-import numpy as np
 import torch
 from pydantic import BaseModel
 
 from engines.common.context import LocalContext, Subprogress
 from engines.common.params import validate
 
+from .baselines import run_baselines, search_kw
 from .concepts import build_concept
-from .gradients import accumulate_gradients, forget_loss
+from .gradients import accumulate_gradients
 from .layers import candidate_names, check_layer, deepest, score_layers
 from .params import UnlearnParams
 from .search import Evaluator, SearchFailed, apply_patch, binary_search, changed_parameters, revert_patch, snapshot
@@ -75,10 +72,6 @@ def _choose(traces, scores, selection: str):
     return max(reached, key=lambda t: (t.best_row["retain"], t.best_row["utility"], -t.best_row["rel"]))
 
 
-def _search_kw(p) -> dict:
-    return dict(forget_target=p.forget_target, max_evals=p.max_evals, init_rel=p.init_rel_step, max_rel=p.max_rel_step)
-
-
 def unlearn(params: UnlearnParams | dict, ctx=None, heldout_split: bool = False) -> UnlearnResult:
     """``heldout_split``: choose the layer and the step on a validation half of the held-out images and report
     forget / retain on the other half too (``before["test"]``, ``after["test"]``, each baseline's ``test``)."""
@@ -126,7 +119,7 @@ def unlearn(params: UnlearnParams | dict, ctx=None, heldout_split: bool = False)
             tr = binary_search(model, gf.grads, [name], ev, p.forget_target, 1, p.rel_step, p.rel_step, progress=sub)
             tr.best = 0  # a manual step is applied whether or not it reaches the target
         else:
-            tr = binary_search(model, gf.grads, [name], ev, progress=sub, **_search_kw(p))
+            tr = binary_search(model, gf.grads, [name], ev, progress=sub, **search_kw(p))
         search_s[name] = time.perf_counter() - t0
         traces.append(tr)
     chosen = _choose(traces, scores, p.selection)
@@ -162,7 +155,8 @@ def unlearn(params: UnlearnParams | dict, ctx=None, heldout_split: bool = False)
     )
     baselines = []
     if p.baselines:
-        baselines = run_baselines(zc, concept, ev, gf.grads, scores, chosen.layer, p, Subprogress(ctx, 0.8, 0.99))
+        baselines = run_baselines(zc, concept, ev, gf.grads, scores, chosen.layer, cost, p,
+                                  Subprogress(ctx, 0.8, 0.99))
     ctx.progress(1.0, "done")
     return UnlearnResult(
         model=_model_id(), target_kind=p.target_kind, target=concept.name, task=concept.task.name,
@@ -188,91 +182,3 @@ def _save_patch(ctx, model, names, row) -> tuple[str, int]:
     data = save({n: params[n].detach().cpu().contiguous() for n in names},
                 metadata={"rel_step": f"{row['rel']:.6g}", "lam": f"{row['lam']:.6g}", "method": "SLUG"})
     return ctx.artifacts.save_bytes("slug_patch.safetensors", data), len(data)
-
-
-# ----------------------------------------------------------------------------- baselines
-
-
-def gradient_ascent(zc, concept, p, progress=None) -> dict:
-    """GA on all layers (official GA.py: AdamW ascent on L_f over D_f), stopped at matched forget accuracy."""
-    model = copy.deepcopy(zc.model)
-    zg = dataclasses.replace(zc, model=model)
-    ev = Evaluator(zg, concept)
-    params = [q for q in model.parameters() if q.requires_grad]
-    opt = torch.optim.AdamW(params, lr=p.ga_lr, weight_decay=0.0)
-    rng = np.random.default_rng(p.seed)
-    n = len(concept.forget_images)
-    order = rng.permutation(n)
-    pos, train_s, row, steps = 0, 0.0, None, 0
-    for step in range(p.ga_max_steps):
-        if pos + p.batch_size > n:
-            order, pos = rng.permutation(n), 0
-        idx = order[pos:pos + p.batch_size]
-        pos += p.batch_size
-        t0 = time.perf_counter()
-        model.train()
-        opt.zero_grad(set_to_none=True)
-        loss = -forget_loss(zg, concept.forget_images[idx], [concept.forget_captions[i] for i in idx])
-        loss.backward()
-        opt.step()
-        with torch.no_grad():
-            model.logit_scale.clamp_(0, float(np.log(100)))
-        model.eval()
-        train_s += time.perf_counter() - t0
-        steps = step + 1
-        fa = ev.forget_accuracy()
-        if progress is not None:
-            progress(steps / p.ga_max_steps, f"GA step {steps}: forget {fa:.2f}")
-        if fa <= p.forget_target:
-            break
-    row = ev(None)
-    n_all = sum(q.numel() for q in params)
-    state = _nbytes(list(model.parameters())) + 3 * _nbytes(params)  # copy + grads + two AdamW moments
-    changed = sum(1 for (a, q), b in zip(model.named_parameters(), zc.model.parameters()) if not torch.equal(q, b))
-    return dict(name="ga", label="GA (all layers)", reached=row["forget1"] <= p.forget_target, steps=steps,
-                grad_examples=steps * min(p.batch_size, n), train_s=train_s, evals=ev.evals, state_bytes=state,
-                params_changed=int(n_all), tensors_changed=int(changed), test=row.get("test"),
-                **{k: row[k] for k in ("forget1", "forget5", "retain", "utility")})
-
-
-def layer_baseline(zc, concept, grads, layer, p, label, name, ev=None) -> dict:
-    ev = ev or Evaluator(zc, concept)
-    t0 = time.perf_counter()
-    tr = binary_search(zc.model, grads, [layer], ev, **_search_kw(p))
-    dt = time.perf_counter() - t0
-    row = tr.best_row or min(tr.rows, key=lambda r: r["forget1"])
-    return dict(name=name, label=label, layer=layer, reached=tr.reached, evals=len(tr.rows), search_s=dt,
-                rel=row["rel"], trace=tr.as_dict(), test=row.get("test"),
-                **{k: row[k] for k in ("forget1", "forget5", "retain", "utility")})
-
-
-def run_baselines(zc, concept, ev, grads, scores, chosen: str, p, progress) -> list[dict]:
-    out = []
-    kinds = list(p.baselines)
-    for i, kind in enumerate(kinds):
-        sub = Subprogress(progress.ctx, progress.start + (progress.stop - progress.start) * i / len(kinds),
-                          progress.start + (progress.stop - progress.start) * (i + 1) / len(kinds))
-        if kind == "ga":
-            out.append(gradient_ascent(zc, concept, p, sub))
-        elif kind == "importance_only":
-            top = max(scores, key=lambda s: s.importance)
-            out.append(layer_baseline(zc, concept, grads, top.name, p, "importance-only layer", kind, ev))
-        elif kind == "random_layer":
-            rng = np.random.default_rng(p.seed + 1)
-            pool = [s.name for s in scores if s.name != chosen]
-            picks = rng.choice(len(pool), size=min(p.n_random, len(pool)), replace=False)
-            rows = []
-            for j, k in enumerate(picks):
-                rows.append(layer_baseline(zc, concept, grads, pool[k], p, "random layer", kind, ev))
-                sub((j + 1) / len(picks), f"random layer {j + 1}/{len(picks)}: {pool[k]}")
-            ok = [r for r in rows if r["reached"]]
-            agg = dict(name=kind, label="random layer (mean)", reached=len(ok) == len(rows), n_reached=len(ok),
-                       n=len(rows), layers=[r["layer"] for r in rows], runs=rows, evals=sum(r["evals"] for r in rows),
-                       search_s=sum(r["search_s"] for r in rows))
-            for key in ("forget1", "forget5", "retain", "utility"):
-                agg[key] = float(np.mean([r[key] for r in rows]))
-            if all(r.get("test") for r in rows):
-                agg["test"] = {k: float(np.mean([r["test"][k] for r in rows])) for k in rows[0]["test"]}
-            out.append(agg)
-        sub(1.0, f"baseline {kind} done")
-    return out
