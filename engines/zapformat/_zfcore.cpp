@@ -118,6 +118,9 @@ struct VocabData {
     // eager-cache walks keyed by canonical sub-automaton, shared by every grammar over this vocabulary
     std::unordered_map<std::string, std::shared_ptr<const EagerEntry>> eager_shared;
     std::unordered_set<std::string> eager_pinned;  // survive forget_walks (the schema-independent walks)
+    // loop_tokens tables keyed by the 32-byte set of looping bytes (one per kind of free string), pinned like walks
+    std::unordered_map<std::string, std::shared_ptr<const std::vector<uint64_t>>> loop_shared;
+    std::unordered_set<std::string> loop_pinned;
     const uint8_t* tok(int64_t r) const { return reinterpret_cast<const uint8_t*>(pool.data()) + off[r]; }
     int64_t len(int64_t r) const { return off[r + 1] - off[r]; }
 };
@@ -129,6 +132,8 @@ struct DFAData {
     std::vector<uint8_t> accepting, live_out;
     std::vector<uint64_t> first;      // n_states * 4 words: bytes with a live transition
     std::vector<int32_t> eager;       // per state: index into CoreData::eager, -1 none, -2 not built yet
+    // per state q (lazily): the tokens whose bytes after the first all loop on q (null: q loops on too few bytes)
+    std::unordered_map<int32_t, std::shared_ptr<const std::vector<uint64_t>>> loop_tokens;
 };
 
 struct EagerEntry {
@@ -160,8 +165,46 @@ struct CoreData {
 // when either set has at least min_tokens tokens. Built lazily, the first time a mask meets the state: an entry
 // exists exactly when the Python table (built for every state at compile time) has it, so masks are identical.
 // Tokens are walked in rank order, sharing the common prefix with the previous token.
-std::shared_ptr<const EagerEntry> walk_eager(CoreData& g, const DFAData& d, int32_t s) {
-    const VocabData& v = *g.vocab;
+// A state that loops on many bytes (the body of a free string, the "any other key" part of a key regex): the
+// tokens whose bytes after the first all loop on it stay alive there. Computed once per (DFA, state), it lets a
+// walk from any state whose first-byte transition lands on q accept those tokens without walking them, which is
+// what makes the first mask at each new state of a long key regex cheap (each byte of a key is a new DFA state).
+// The table depends only on the set of looping bytes, so it is shared by every grammar over the vocabulary.
+constexpr int LOOP_MIN_BYTES = 64;
+const std::vector<uint64_t>* loop_tokens(DFAData& d, VocabData& v, int32_t q) {
+    auto it = d.loop_tokens.find(q);
+    if (it == d.loop_tokens.end()) {
+        std::shared_ptr<const std::vector<uint64_t>> table;
+        uint64_t set[4] = {0, 0, 0, 0};
+        int n = 0;
+        for (int b = 0; b < 256; ++b)
+            if (d.trans[(size_t)q * 256 + b] == q) { set[b >> 6] |= 1ULL << (b & 63); ++n; }
+        if (n >= LOOP_MIN_BYTES && d.live_out[q]) {
+            std::string key(reinterpret_cast<const char*>(set), sizeof set);
+            auto sh = v.loop_shared.find(key);
+            if (sh != v.loop_shared.end()) {
+                table = sh->second;
+            } else {
+                auto bits = std::make_shared<std::vector<uint64_t>>(v.words, 0);
+                int64_t good = 0;  // the previous token's bytes [1, good) all loop (tokens share prefixes: lcp)
+                for (int64_t r = 0; r < v.n; ++r) {
+                    const uint8_t* t = v.tok(r);
+                    int64_t len = v.len(r), i = std::max<int64_t>(1, std::min<int64_t>(v.lcp[r], good));
+                    while (i < len && ((set[t[i] >> 6] >> (t[i] & 63)) & 1)) ++i;
+                    good = i;
+                    if (i == len) (*bits)[(size_t)r >> 6] |= 1ULL << (r & 63);
+                }
+                table = bits;
+                if (v.loop_shared.size() < EAGER_SHARED_MAX) v.loop_shared.emplace(std::move(key), table);
+            }
+        }
+        it = d.loop_tokens.emplace(q, std::move(table)).first;
+    }
+    return it->second.get();
+}
+
+std::shared_ptr<const EagerEntry> walk_eager(CoreData& g, DFAData& d, int32_t s) {
+    VocabData& v = *g.vocab;
     size_t W = v.words;
     auto e = std::make_shared<EagerEntry>();
     std::vector<uint64_t>& a = e->allowed;
@@ -177,6 +220,7 @@ std::shared_ptr<const EagerEntry> walk_eager(CoreData& g, const DFAData& d, int3
     acc[0] = 0;
     int64_t alive_depth = 0;  // cur[0..alive_depth] hold the previous token's states
     const int32_t* row0 = &d.trans[(size_t)s * 256];
+    const std::vector<uint64_t>* loop = nullptr;
     for (int64_t r = 0; r < v.n; ++r) {
         const uint8_t* t = v.tok(r);
         int64_t len = v.len(r);
@@ -186,6 +230,13 @@ std::shared_ptr<const EagerEntry> walk_eager(CoreData& g, const DFAData& d, int3
             nd += hi - r;
             r = hi - 1;
             alive_depth = 0;
+            continue;
+        }
+        if (r == v.lo[t[0]]) loop = loop_tokens(d, v, row0[t[0]]);  // a new first-byte bucket
+        if (loop && (((*loop)[(size_t)r >> 6] >> (r & 63)) & 1)) {  // lands on a looping state and stays there
+            a[r >> 6] |= 1ULL << (r & 63);
+            ++na;
+            alive_depth = 0;  // cur[] no longer holds this token's prefix: the next walked token starts over
             continue;
         }
         int64_t i = r == 0 ? 0 : std::min<int64_t>(v.lcp[r], alive_depth);
@@ -1552,6 +1603,7 @@ static PyObject* Vocab_pin_walks(VocabObject* self, PyObject*) {
     ZF_READY(self->v, nullptr);
     VocabData& v = **self->v;
     for (auto& kv : v.eager_shared) v.eager_pinned.insert(kv.first);
+    for (auto& kv : v.loop_shared) v.loop_pinned.insert(kv.first);
     return PyLong_FromSize_t(v.eager_pinned.size());
 }
 
@@ -1565,7 +1617,16 @@ static PyObject* Vocab_forget_walks(VocabObject* self, PyObject*) {
         it = v.eager_shared.erase(it);
         ++n;
     }
+    for (auto it = v.loop_shared.begin(); it != v.loop_shared.end();) {
+        if (v.loop_pinned.count(it->first)) ++it;
+        else it = v.loop_shared.erase(it);
+    }
     return PyLong_FromSize_t(n);
+}
+
+static PyObject* Vocab_n_loop_tables(VocabObject* self, PyObject*) {
+    ZF_READY(self->v, nullptr);
+    return PyLong_FromSize_t((*self->v)->loop_shared.size());
 }
 
 static PyObject* Vocab_n_walks(VocabObject* self, PyObject*) {
@@ -1577,6 +1638,7 @@ static PyMethodDef Vocab_methods[] = {
     {"pin_walks", (PyCFunction)Vocab_pin_walks, METH_NOARGS, "keep the shared eager walks made so far"},
     {"forget_walks", (PyCFunction)Vocab_forget_walks, METH_NOARGS, "drop the shared eager walks not pinned"},
     {"n_walks", (PyCFunction)Vocab_n_walks, METH_NOARGS, "shared eager walks held"},
+    {"n_loop_tables", (PyCFunction)Vocab_n_loop_tables, METH_NOARGS, "loop-token tables held (free-string shortcut)"},
     {nullptr, nullptr, 0, nullptr}};
 
 static PyTypeObject VocabType = {PyVarObject_HEAD_INIT(nullptr, 0)};

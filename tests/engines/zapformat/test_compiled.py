@@ -221,3 +221,25 @@ def test_unusual_byte_tokens_follow_utf8_in_both_cores(config):
             engine.reset()
             assert engine.accept_token(ids[b'"'])
             assert not engine.accept_token(ids[bad]), (engine.core, bad)
+
+
+@needs_core
+@pytest.mark.parametrize("cfg", ["default", "eager-all"])
+def test_free_string_shortcut_in_eager_walks_keeps_masks_identical(enc, cfg):
+    """The C++ eager walk accepts the tokens whose bytes after the first loop on a free-string state without
+    walking them (a table per set of looping bytes, shared by every grammar): masks and step statistics stay the
+    Python reference's at every position of keys that share prefixes with many declared names, next to
+    undeclared keys, escapes and non-ASCII text."""
+    names = ["forbid", "forbid-implicit-octal", "forbid-explicit-octal", "forbid-flow-mappings", "level",
+             "level-of-detail", "max-spaces-inside", "min-spaces-inside", "max-spaces-after", "quote-type",
+             "required", "extra-required", "extra-allowed"]
+    schema = {"type": "object", "properties": {n: {"type": "string"} for n in names},
+              "additionalProperties": {"type": "string", "maxLength": 12}}
+    kbnf = to_kbnf("json_schema", json.dumps(schema))
+    nv = compiled.native_vocab(enc.vocab)
+    py, cc = _pair(kbnf, enc.vocab, CONFIGS[cfg])
+    texts = ['{"forbid-implicit-octal": "yes", "forbid-implicit": "no", "level": "warn\\u00e9 \\"x\\""}',
+             '{"forbidden": "Grüße 漢字", "extra-required-too": "a", "max-spaces-inside": "1"}',
+             '{"level-of": "toolongvaluehere!!", "quote-type": "any"}']
+    assert lockstep(py, cc, texts + texts[:1], enc.encode) > 30
+    assert nv.n_loop_tables() >= 1  # the shortcut ran (the free string's printable bytes loop)
