@@ -27,7 +27,9 @@ UNSUPPORTED: dict[str, tuple[str, ...]] = {
                          "aluminium", "aluminum", "brass", "chrome", "glass", "plastic", "ceramic", "porcelain",
                          "leather", "fabric", "velvet", "marble", "concrete", "bamboo", "rattan", "cork", "stone",
                          "rubber", "rubberised", "rubberized", "silicone", "non-slip", "linen", "cotton", "wool",
-                         "woollen", "canvas", "made of", "made from", "made out of"),
+                         "woollen", "canvas", "made of", "made from", "made out of",
+                         "iron", "cast iron", "cast-iron", "wrought iron", "titanium", "pewter", "zinc", "tin",
+                         "enamel", "enamelled", "stoneware", "earthenware", "terracotta", "resin", "acrylic", "carbon"),
     "texture or pattern setting": ("texture", "textured", "ribbed", "ribs", "ridges", "ridged", "grooved", "grooves",
                                    "pattern", "patterned", "striped", "stripes", "knurled", "engraved", "engraving",
                                    "logo", "embossed", "matte", "glossy", "shiny", "finish"),
@@ -42,13 +44,21 @@ UNSUPPORTED: dict[str, tuple[str, ...]] = {
                                                    "swinging", "swivels", "pivot", "pivots", "pivoting",
                                                    "aimed", "aimable", "articulated", "telescopic", "retractable",
                                                    "collapsible", "rotates", "spins", "tilting", "tilts", "tilt",
-                                                   "adjusts", "gas lift", "mechanism", "hydraulic"),
+                                                   "adjusts", "gas lift", "mechanism", "hydraulic",
+                                                   "flexible", "bendable", "bendy", "gooseneck", "poseable",
+                                                   "posable", "hinged", "hinge"),
     "thermal insulation (the model is geometry only)": ("insulated", "insulation", "insulating", "thermal",
                                                          "vacuum-insulated", "keeps drinks hot", "keeps it hot"),
     "brightness setting (the model is geometry only)": ("bright", "brighter", "brightness", "dimmer light"),
+    # seventh round: the outline of a round or boxy part is fixed by its model program
+    "cross-section shape setting": ("square", "squared", "rectangular", "hexagonal", "octagonal", "triangular", "oval",
+                                    "elliptical", "faceted", "cross-section", "cross section"),
     "wings": ("wing", "wings"), "wheels": ("wheel", "wheels", "castor", "castors", "caster", "casters"),
     "lid": ("lid", "lids"), "cushion": ("cushion", "cushions", "upholstery", "padding", "padded", "upholstered"),
-    "headrest": ("headrest", "head rest"), "spout": ("spout",), "saucer": ("saucer",), "straw": ("straw",),
+    "headrest": ("headrest", "head rest", "head support", "headrests", "neck rest", "neck support", "head cushion"),
+    "strap or lanyard": ("strap", "straps", "lanyard", "sling", "carry loop", "carrying loop"),
+    "locking or child-proof closure": ("child-proof", "childproof", "child proof", "child-resistant", "child-safe",
+                                       "tamper-proof", "tamper-evident", "lockable", "locking"), "spout": ("spout",), "saucer": ("saucer",), "straw": ("straw",),
     "switch": ("switch",), "cord": ("cord", "cable", "plug"), "bulb": ("bulb", "light bulb"),
     "drawer": ("drawer", "drawers"), "clip or mount": ("clip", "clamp", "bracket", "mount", "mounting"), "handle": ("handle", "handles"), "armrests": ("armrest", "armrests"),
     "backrest": ("backrest", "back rest"), "label": ("label", "sticker"),
@@ -62,7 +72,9 @@ NOT_A_COMPOUND = {"moving parts (swivel, folding, adjustable)", "colour setting"
 # An edge named by its place and said without a word of rounding is where a part is edited ("pull its bottom edge
 # in a bit"), not a corner-rounding request ("softer edges", "round off the top edge").
 PLACE_EDGE = re.compile(r"^(?!.*\b(?:round|rounded|rounder|soft|softer|soften|sharp|sharper|smooth|smoother|chamfer|"
-                        r"bevel|fillet))(?=.*\b(?:top|bottom|upper|lower|outer|inner|front|back|rear) edges?\b)")
+                        r"bevel|fillet))(?=.*\b(?:top|bottom|upper|lower|outer|inner|front|back|rear) edges?\b|"
+                        # seventh round: a span "edge to edge" measures across the part, it names no edge
+                        r".*\bedge to edge\b)")
 COUNT_WORDS = r"(?:second|another|extra|additional|2nd|a pair of|two|three|four|five|six|\d+)"
 
 ADD_VERB = re.compile(r"\b(?:add|adding|attach|attaching|fit|install|include|integrate|mount|get(?= an? )|"

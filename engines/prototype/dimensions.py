@@ -17,9 +17,11 @@ DIMENSION_WORDS = {"high": ("height", "size"), "tall": ("height", "size"), "heig
                    "reach": ("reach",), "diameter": ("radius", "thickness"), "long": ("height", "size"),
                    "length": ("height", "size"), "longer": ("height", "size"), "stretch": ("height", "size"),
                    "lengthen": ("height", "size"), "up": ("height",), "down": ("height",),
-                   "across": ("width", "radius", "thickness")}
+                   "across": ("width", "radius", "thickness"),
+                   # seventh round: a span from one edge or side to the other is a width, or a round part's diameter
+                   "edge to edge": ("width", "radius"), "side to side": ("width", "radius")}
 # Measures taken across a round part are its diameter: half of it is the radius ("38 cm across", "Ø 30 cm").
-DIAMETER = re.compile(r"\b(?:diameter|across)\b")
+DIAMETER = re.compile(r"\b(?:diameter|across|edge to edge|rim to rim)\b")
 # A comparative adjective names the dimension it compares ("legs 10% slimmer": their thickness; "a fatter
 # body": its radius), in the order a part's own attributes are tried. Used when no operation word of the
 # interface said which attribute.
@@ -32,6 +34,10 @@ COMPARATIVE_OF.update({w: ("thickness", "wall") for w in ("thicker", "thinner", 
 COMPARATIVE_OF.update({"flatter": ("curvature",), "curvier": ("curvature",)})  # a flatter backrest: less curve
 COMPARATIVE_OF.update({"deeper": ("depth",), "shallower": ("depth",), "longer": ("height", "size"),
                        "roomier": ("radius", "width")})
+# Verbs of size name the dimension their adjective does ("deepen it by a tenth": the depth) — seventh round.
+COMPARATIVE_OF.update({"deepen": ("depth",), "widen": ("width", "radius"), "broaden": ("width", "radius"),
+                       "thicken": ("thickness", "wall"), "lengthen": ("height", "size"), "heighten": ("height", "size"),
+                       "shorten": ("height", "size")})
 # A word whose direction is the opposite of the attribute's growth: "more upright" = less tilt (or splay).
 REVERSED = {"upright": ("tilt", "splay")}
 # A bare particle of vertical motion said of a part ("seat up a little", "bring the seat down two inches")
@@ -46,7 +52,7 @@ SIZE_PHRASAL = {"pare", "slim", "thin", "bulk", "beef", "blow", "scale", "size",
 # Multi-word attribute names ("the handle should stick out 3 cm": its reach).
 DIMENSION_PHRASES = {"stick out": ("reach",), "sticks out": ("reach",), "sticking out": ("reach",),
                      "wraps around": ("curvature",), "wrap around": ("curvature",), "wraps round": ("curvature",),
-                     "hugs": ("curvature",)}
+                     "hugs": ("curvature",), "cups": ("curvature",), "cradles": ("curvature",)}
 # A distance to the floor is a height ("4 cm closer to the floor", "further from the ground").
 DIMENSION_PHRASES.update({f"{w} {p} {s}": ("height",) for w, p in (("closer", "to the"), ("nearer", "to the"),
                                                                    ("nearer", "the"), ("further", "from the"),
@@ -57,14 +63,22 @@ WIDTH_OF = {w: ("width", "radius") for w in ("wide", "wider", "widen", "narrow",
                                              "flare", "flares", "flaring", "diameter", "across")}
 # Words that name an overall dimension of the whole product.
 OVERALL = re.compile(r"\b(overall|whole|entire|in total|total|altogether|all in all|outside dimensions?|"
-                     r"footprint|floor space|spread (?:over|across|out over))\b")
+                     r"footprint|floor space|spread (?:over|across|out over)|"
+                     # seventh round: "at its widest the stool is 45 cm" (the widest extent is the whole's)
+                     r"at (?:its|their|the) (?:widest|broadest|tallest|highest|deepest)(?: point)?)\b")
 # A measurement's span names its dimension (and its words are no component: "front to back" is no backrest).
-SPANS = {"height": r"\b(?:from )?(?:the )?(?:table|floor|ground) to (?:the )?top\b|\btop to bottom\b",
+# (seventh round: "floor to top of backrest", "bottom to top": from the product's foot to the top of a part)
+SPANS = {"height": r"\b(?:from )?(?:the )?(?:table|floor|ground|base|bottom|foot) to (?:the )?(?:very )?top\b"
+                   r"(?: of (?:the |its )?[a-z]+)?|\btop to bottom\b",
          "depth": r"\b(?:from )?front to (?:the )?back\b|\bback to front\b", "width": r"\bside to side\b"}
-OVERALL_DIM = {"height": r"\b(tall|taller|tallest|high|higher|height|short|shorter|low|lower|raise|lift|drop|"
+OVERALL_DIM = {"height": r"\b(tall|taller|tallest|high|higher|highest|height|short|shorter|low|lower|raise|lift|drop|"
                          r"from (?:the )?(?:table|floor|ground))\b",
-               "width": r"\b(wide|wider|widen|width|narrow|narrower|broad|broader|broaden|slim|slimmer|footprint|"
+               "width": r"\b(wide|wider|widest|widen|width|narrow|narrower|broad|broader|broadest|broaden|slim|slimmer|footprint|"
                         r"floor space|diameter|spread)\b",
-               "depth": r"\b(deep|deeper|depth|shallow|shallower)\b",
+               "depth": r"\b(deep|deeper|deepest|depth|shallow|shallower)\b",
                "capacity": r"\b(capacity|volume|hold|holds|holding|amount|ml|litres?|liters?|millilitres?|liquid|"
                            r"fluid|contents)\b"}
+
+# A clause that is only a span ("90 cm for the chair, floor to top of backrest") says how the measure before it is taken:
+# it belongs to the previous clause (seventh round).
+SPAN_ONLY = re.compile(r"(?:measured |taken )?(?:" + "|".join(f"(?:{p})" for p in SPANS.values()) + r")")

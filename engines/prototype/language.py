@@ -12,23 +12,24 @@ from .coverage import COUNT_WORDS, UNSUPPORTED  # noqa: F401  (re-exported)
 from .scope import KEEP, KEEP_LEAD, is_keep  # noqa: F401  (re-exported)
 from .intensity import HEDGES, MAGNITUDES, find_phrase, magnitude  # noqa: F401  (re-exported)
 from .reference import INCLUDED, SAME_AMOUNT, same_amount  # noqa: F401  (re-exported)
+from .dimensions import SPAN_ONLY
 
 POSITIVE = ("more", "increase", "increased", "raise", "raised", "bigger", "larger", "taller", "higher", "longer",
             "wider", "thicker", "deeper", "grow", "extend", "enlarge", "boost", "lift", "up", "add", "heavier",
             "broader", "greater", "expand", "stretch", "lengthen", "widen", "thicken", "heighten", "bulkier",
             "fatter", "chunkier", "beefier", "stronger", "sturdier", "bolder", "deepen", "broaden", "further",
-            "farther", "roomier", "curvier", "plumper", "bulkier", "chubbier")
+            "farther", "roomier", "curvier", "plumper", "bulkier", "chubbier", "widens", "widening")
 # "closer to the floor", "nearer the table": less distance; "squatter": less height
 NEGATIVE = ("less", "decrease", "decreased", "reduce", "reduced", "lower", "lowered", "smaller", "shorter",
             "narrower", "thinner", "shallower", "shrink", "cut", "trim", "down", "slimmer", "remove", "lighter",
             "tighter", "skinnier", "shorten", "narrow", "thin", "slim", "lessen", "minimise", "minimize",
             "compact", "tone down", "fewer", "drop", "delete", "without", "closer", "nearer", "squatter", "squat",
-            "flatter", "stubbier", "stumpier")
+            "flatter", "stubbier", "stumpier", "narrows", "narrowing", "chop", "lop")
 
 ADD = re.compile(r"\b(add|attach|give|put|include|fit|want|like|need|have|with|bring back)\b")
 REMOVE = re.compile(r"\b(remove|take off|take away|get rid of|drop|delete|lose|ditch|without|no)\b")
 
-SPLIT = re.compile(r"\s*(?:[,;!?]|:(?!\s*[-−+]?\d)|\.(?!\d)|\bbut\b|\band then\b|\band\b(?! a half)|\bwhile\b|\bplus\b(?!\s*\d)|\balso\b|\bthen\b|"
+SPLIT = re.compile(r"\s*(?:[,;!?]|:(?!\s*[-−+]?\d)|\.(?!\d)|\bbut\b|\band then\b|\band\b(?! a half)(?! no (?:more|less)\b)|\bwhile\b|\bplus\b(?!\s*\d)|\balso\b|\bthen\b|"
                    r"(?<=\w)(?= with\b(?! (?:the |its |their )?same\b)))\s*")
 
 STOPWORDS = set("""a an the it its it's this that these those of to for on in at with by from please make
@@ -46,6 +47,15 @@ PHRASAL = [(re.compile(r"\bbring (the [\w' ]{1,30}?) in\b"), r"narrow \1"),
            # "pull its bottom edge in": a place on a part drawn inwards is narrowed there
            (re.compile(r"\b(?:pull|draw) ((?:the|its|their) (?:[\w']+ )?(?:edge|rim|bottom|top|opening|mouth)) in\b"),
             r"narrow \1"),
+           # "pull the bottom radius in by 2 cm", "push the base radius out": a measure across a part drawn in is
+           # narrowed, pushed out widened (seventh round)
+           (re.compile(r"\b(?:pull|draw|bring|tuck|push) ((?:the|its|their) (?:[\w']+ ){0,2}(?:radius|width|diameter)) "
+                       r"in(?:wards?)?\b"), r"narrow \1"),
+           (re.compile(r"\b(?:push|pull|draw|bring|let|open|move) ((?:the|its|their) (?:[\w']+ ){0,2}(?:radius|width|diameter)) "
+                       r"out(?:wards?)?\b"), r"widen \1"),
+           # "the handle should stick 3 cm out": the amount said inside the particle verb goes after it (seventh round)
+           (re.compile(r"\b(stick|sticks|sticking|stuck|jut|juts|jutting)\s+((?:about |around )?[-+]?\d+(?:\.\d+)?\s*"
+                       r"[a-z°]*)\s+out\b"), r"\1 out \2"),
            (re.compile(r"\btake (the [\w' ]{1,30}?) off\b"), r"take off \1"),  # "take the footrest off": removal
            # "a footrest-less stool": a part named with the suffix "-less" is left out
            (re.compile(r"\b([a-z]{3,})-less\b"), r"without \1")]
@@ -64,13 +74,31 @@ def _both(text: str) -> str:
     return BOTH.sub(dist, text)
 
 
+# "bottom of the shade: radius down by 1 cm": a heading before a colon names the part (and the place on it) that what
+# follows edits — one clause, not two (seventh round). A heading is a short noun phrase: no number, no direction,
+# no keep word ("seat depth: +2 cm" was never split: a number follows the colon).
+HEADING = re.compile(r"(?:^|(?<=[,;.!?]))(?P<h>\s*[a-z][a-z' ]{1,40}?)\s*:\s*(?=[a-z])")
+
+
+def _headings(text: str) -> str:
+    def join(m):
+        h = m.group("h")
+        if len(h.split()) > 5 or polarity(h) or is_keep(h) or re.search(r"\b(?:and|but|then)\b", h):
+            return m.group(0)
+        return h + " "
+    return HEADING.sub(join, text)
+
+
 def clauses(text: str) -> list[str]:
     """Split an instruction into edit clauses ("taller and more reclined, keep the seat"); a trailing
     "without touching X" / "keep X" becomes a clause of its own; "X included" / "including X" makes a measure
     overall; "by the same amount" repeats the previous clause's amount."""
     out = []
-    for p in SPLIT.split(_both(INCLUDED.sub(" overall ", normalise(text)))):
+    for p in SPLIT.split(_both(INCLUDED.sub(" overall ", _headings(normalise(text))))):
         p = p.strip()
+        if out and SPAN_ONLY.fullmatch(p):  # "…, floor to top of backrest": how the previous measure is taken
+            out[-1] = f"{out[-1]} {p}"
+            continue
         for pat, sub in PHRASAL:
             p = pat.sub(sub, p)
         m = KEEP_LEAD.search(p)

@@ -33,6 +33,9 @@ def calibrated_step(p, mag: str) -> float:
     """|Δ| for a qualitative degree: the parameter's calibrated step, the same rule the interface compiles with
     and the metric scores against (issue 17: a baseline that cannot hit that step by construction is no comparison)."""
     return float(p.steps[("slight", "moderate", "large").index(mag)])
+# Verbs and particles of a length taken off or added ("lop a fifth off the stem", "grow the cap by a third").
+LENGTH_VERB = re.compile(r"\b(?:off|chop|chopped|lop|lopped|trim|trimmed|cut|shave|shaved|stretch|stretched|extend|"
+                         r"extended|lengthen|lengthened|shorten|shortened)\b")
 COMPLETELY = re.compile(r"\b(?:altogether|entirely|completely|for good|fully)\b")
 STATEMENT = re.compile(r"\b(is|are|looks?|feels?|seems?|sits?|wobbles|tips over)\b")
 # Plain adjectives of size that describe a state, not a change, after a statement verb ("it sits high").
@@ -126,7 +129,9 @@ class InterfaceMapper:
     def _operation(self, cl: str, comp: str | None) -> tuple[str, str, str] | None:
         """(pid, dir, word) from the spec's operation words, restricted to the component's attributes."""
         cands = [(w, pid, d) for w, pid, d in self.opw if comp is None or self.attrs[pid]["component"] == comp]
-        hits = [(w, pid, d) for w, pid, d in cands if _word_in(w, cl)]
+        # the product's own name is the product, never an operation word a derived spec's cluster gave it ("a slimmer
+        # bottle body": slimmer, not the "bottle" of a height cluster) — seventh round
+        hits = [(w, pid, d) for w, pid, d in cands if _word_in(w, cl) and w not in self.product_names]
         if not hits:
             return None
         best = max(len(w) for w, _, _ in hits)
@@ -371,6 +376,10 @@ class InterfaceMapper:
         return SetOp(target=target, value=q.value * half, said=cl)
 
     def _keep_targets(self, cl: str, comps: list, context: dict) -> list[str]:
+        own_top = position.part_top(cl, comps, {pid: (a["component"], a.get("description", ""))
+                                                for pid, a in self.attrs.items()})
+        if own_top:  # "seat top unchanged": the seat's height (its description names the seat top)
+            return [own_top]
         top = position.top_of(cl, {k: v.get("description", "") for k, v in self.der.items()}, dict(self.syn))
         if top:  # "keep the top of the backrest where it is": the chair's overall height
             return [top]
@@ -391,6 +400,23 @@ class InterfaceMapper:
                 out = [pid]
             elif (dim := self._dimension(cl)) is not None:
                 out = [dim]
+        if not out and re.search(r"\b(?:it|them|they)\b", cl):
+            out = self._kept_comparatives(cl, context.get("component"))
+        return out
+
+    def _kept_comparatives(self, cl: str, comp: str | None) -> list[str]:
+        """"without making it any taller or wider": each comparative of a negated change names a kept dimension — of
+        the part in context when it has it, else of the whole product (seventh round)."""
+        out = []
+        for w in re.findall(r"[a-z]+", cl):
+            if w not in COMPARATIVE_OF or not L.polarity(w):
+                continue
+            pid = next((p for p, a in self.attrs.items() if comp and a["component"] == comp
+                        and a["attribute"] in COMPARATIVE_OF[w]), None)
+            dim = pid or next((f"overall.{d}" for d, pat in OVERALL_DIM.items()
+                               if f"overall.{d}" in self.der and re.search(pat, w)), None)
+            if dim and dim not in out:
+                out.append(dim)
         return out
 
     def _noun_attribute(self, cl: str, comp: str | None) -> str | None:
@@ -429,7 +455,7 @@ class InterfaceMapper:
         return cands[0] if len(cands) == 1 else None  # "wall thickness": the wall (both nouns), not a thickness
 
     AMOUNT_DIMENSION = re.compile(r"\d(?:[\d.]*)\s*(?:[a-z°\"]+\s+)?(?:in\s+)?(tall|high|long|wide|thick|deep|across|"
-                                  r"diameter|radius|width|height|depth|thickness)\b")
+                                  r"diameter|radius|width|height|depth|thickness|edge to edge|side to side)\b")
 
     def _amount_dimension(self, cl: str, comp: str | None) -> str | None:
         """The attribute named by the dimension word right after an amount ("a base 24 cm wide", "the legs ought to be
@@ -479,6 +505,10 @@ class InterfaceMapper:
         return False
 
     def clause(self, cl: str, out: Mapping, context: dict) -> None:
+        if re.fullmatch(r"(?:(?:an?|the|this|that|my|our|your) )?(?:" + "|".join(map(re.escape, self.product_names))
+                        + r")s?", cl):
+            out.trace.append(f"“{cl}” → the product itself (no edit)")  # "a bottle with a shorter neck": the subject
+            return
         comps = self._components(cl)
         product = [h for h in comps if self._is_product(h[0])]  # "the chair" is the product, not its seat
         comps = [h for h in comps if not self._is_product(h[0])]
@@ -503,7 +533,7 @@ class InterfaceMapper:
         if context.get("keeping") and not L.is_keep(cl) and L.polarity(cl) is None and not L.quantity(cl) \
                 and (not self._operation(cl, None) or bare_noun) and not self._macro_lexical(cl) and (comps or bare_noun):
             cl = "keep " + cl  # "keep the overall height and the backrest", "same splay and thickness"
-        if not L.is_keep(cl) and (o := self._ratio_between(cl)) is not None:
+        if not L.is_keep(cl) and (o := self._ratio_between(cl) or self._ratio_toward(cl, comps)) is not None:
             out.ops.append(o)
             out.trace.append(f"“{cl}” → {o.op} {o.target} (a ratio of two positions)")
             return
@@ -550,6 +580,14 @@ class InterfaceMapper:
                     and not self.AMOUNT_DIMENSION.search(L.spell_out(cl)):
                 # "lower the seat to counter height, 60 cm" (not "neck 6 cm tall and 3 cm across": its own measure)
                 last = out.ops.pop()
+                if isinstance(last, Adjust) and last.amount is None and not q.ratio and q.value > 0 \
+                        and re.search(r"\b(?:more|less|extra|further|another)\b", last.said or "") \
+                        and not re.search(r"\b(?:to|at)\b", cl) and last.target in self.attrs \
+                        and (q.unit is None or q.unit == self.attrs[last.target]["unit"]):
+                    # "more tilt on the backrest, 3 degrees": how much more, not a target (seventh round)
+                    out.ops.append(Adjust(target=last.target, dir=last.dir, amount=q.value, unit=q.unit,
+                                          said=f"{last.said}, {cl}"))
+                    return
                 out.ops.append(SetOp(target=last.target, value=q.value, said=f"{last.said}, {cl}"))
                 return
             if not other and (re.search(r"\b(it|them|they|this|that)\b", cl) or not self._operation(cl, None) or
@@ -605,6 +643,13 @@ class InterfaceMapper:
             else:  # "open out more near the lower rim": "lower" names the place, not the direction
                 d = L.polarity(" ".join(w for w in cl.split() if w not in position.QUALIFIER)) or L.polarity(cl)
             comp, op = self.attrs[noun]["component"], (noun, d, "")
+        span = next(((d, sm.group(0)) for d, pat in SPANS.items() if d != "height" and (sm := re.search(pat, cl))), None)
+        if comp and span and (op is None or op[0] != "?") and (L.polarity(cl) or op) and \
+                (sp := next((p for p, a in self.attrs.items() if a["component"] == comp and a["attribute"] == span[0]),
+                            None)):
+            # "a roomier seat from front to back": the span names the dimension, whatever intent or other
+            # attribute the comparative would reach (seventh round)
+            op = (sp, L.polarity(cl) or op[1], span[1])
         if op and op[0] == "?" and comp is None:  # ambiguous operation word: find the component by similarity
             e = self._embed_component(cl)
             if e:
@@ -645,6 +690,9 @@ class InterfaceMapper:
                 pid = rev[0]  # "legs 2° more upright": their splay, whatever else "legs" names
             if pid is None and (byw := self._attribute_by_words(cl, comp)):
                 pid = byw[0]  # "legs: 10% slimmer": their thickness
+            if pid is not None and q.unit and not q.ratio and self.attrs[pid]["unit"] == "count" and \
+                    (byw := self._attribute_by_words(cl, comp)) and self.attrs[byw[0]]["unit"] == q.unit:
+                pid = byw[0]  # "the legs could be 5 mm slimmer": the comparative's dimension, not the count
             if pid is not None and q.unit and not q.ratio and self.attrs[pid]["unit"] not in (q.unit, "count"):
                 # "raise the backrest to 15 degrees": the unit said names the part's only attribute measured in it
                 same = [p for p, a in self.attrs.items() if a["component"] == comp and a["unit"] == q.unit]
@@ -653,11 +701,23 @@ class InterfaceMapper:
                 # "lean the backrest back another 4°": the part's only attribute measured in that unit
                 same = [p for p, a in self.attrs.items() if a["component"] == comp and a["unit"] == q.unit]
                 pid = same[0] if len(same) == 1 else None
-            if pid is None and q.unit == "cm" and not q.ratio:
+            last = out.ops[-1] if out.ops else None
+            if pid is None and comps and comps[0][0] == "" and isinstance(last, Adjust) and last.amount is None \
+                    and last.target in self.attrs and self.attrs[last.target]["component"] == comp and q.relative \
+                    and not q.ratio and q.unit == self.attrs[last.target]["unit"]:
+                pid = last.target  # "the seat is wider than it needs to be, take 4 cm off": the width (seventh round)
+            floats = [p for p, a in self.attrs.items() if a["component"] == comp and a["kind"] == "float"]
+            if pid is None and len(floats) == 1 and (q.ratio or q.unit in (None, self.attrs[floats[0]]["unit"])):
+                pid = floats[0]  # "grow the cap by a third": the cap has one measure (seventh round)
+            if pid is None and ((q.unit == "cm" and not q.ratio) or (q.ratio and LENGTH_VERB.search(cl))):
                 # "seat to 48 cm", "add 5 cm to the stem", "shave 2 mm off the cap": a length said of a part
-                # without an attribute is how high it is (a target, or a change of its height)
-                pid = next((p for p, a in self.attrs.items() if a["component"] == comp and a["attribute"] == "height"),
-                           None)
+                # without an attribute is how high it is (a target, or a change of its height); so is a share taken
+                # off or added ("lop a fifth off the stem"); a part without a height has a size ("give it a 5 cm
+                # handle") — seventh round
+                sized = any(re.search(r"\d\s*(?:[a-z°\"]+\s+)?(?:[a-z]+\s+)?" + re.escape(s) + r"s?\b", L.spell_out(cl))
+                            for s, c in self.syn if c == comp)  # "a 5 cm handle": the amount describes the part
+                pid = next((p for attr in (("height", "size") if sized else ("height",)) for p, a in self.attrs.items()
+                            if a["component"] == comp and a["attribute"] == attr), None)
             if pid is None:
                 out.warnings.append(f"“{cl}”: which attribute of the {comp} should be {q.raw_value:g}?")
                 return
@@ -742,6 +802,28 @@ class InterfaceMapper:
         r = 1 + q.change if m.group(3) in ("wider", "bigger", "broader") else 1 - q.change
         return SetOp(target=pid, value=r if a_on_top else 1 / r, said=cl)
 
+    def _ratio_toward(self, cl: str, comps: list):
+        """"a cup that widens toward its foot": widening or narrowing toward one position of a part whose ratio
+        attribute is described "<top> radius over <foot> radius" moves that ratio — up when the numerator's position
+        widens or the denominator's narrows (seventh round)."""
+        m = position.TOWARD_PLACE.search(cl)
+        if m is None or L.quantity(cl) is not None or POSITION.get(m.group(2)) is None:
+            return None
+        place = POSITION[m.group(2)]
+        named = {c for _, c in comps}
+        for pid, a in self.attrs.items():
+            d = re.match(r"(\w+) radius over (\w+) radius", a.get("description", ""))
+            if a["unit"] != "ratio" or d is None or (named and a["component"] not in named):
+                continue
+            num, den = POSITION.get(d.group(1)), POSITION.get(d.group(2))
+            if place not in (num, den):
+                continue
+            widen = not re.match(r"narrow|taper", m.group(1))
+            if re.search(r"\b(?:less|not as|not so)\b", cl):
+                widen = not widen  # "a little less flare toward the rim"
+            return Adjust(target=pid, dir="+" if widen == (place == num) else "-", mag=L.magnitude(cl)[0], said=cl)
+        return None
+
     def _radius_ratio(self, word_a: str, word_b: str) -> tuple[str, bool] | None:
         """The ratio attribute described "<x> radius over <y> radius" whose two positions are those the words name
         ("rim", "foot"), and whether ``word_a``'s position is its numerator; None when there is none."""
@@ -819,6 +901,12 @@ class InterfaceMapper:
             if key not in seen:
                 seen[key] = o
                 ops.append(o)
+            elif isinstance(o, Adjust) and o.amount is not None and isinstance(seen[key], Adjust) \
+                    and seen[key].amount is None:
+                # "the backrest is taller than necessary, 5 cm less": the complaint's direction, then its
+                # amount — the restated amount wins (seventh round)
+                ops[ops.index(seen[key])] = o
+                seen[key] = o
             elif getattr(o, "mag", "moderate") != "moderate" and getattr(seen[key], "amount", None) is None \
                     and hasattr(seen[key], "mag"):
                 seen[key].mag = o.mag  # "longer neck, a lot longer": the restated degree wins

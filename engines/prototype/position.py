@@ -26,13 +26,22 @@ MOVE_OUT = re.compile(r"\b(?:bring|pull|push|move|set|draw|take|shift)\b(?:[^,;]
 PLACE_NOUNS = {"rim", "edge", "edges", "opening", "lip", "end", "part", "half", "section"}
 
 
+# Toward what the product stands on, or away from it: "widen the shade toward the table" is at the bottom (seventh round).
+TOWARD = {"table": "bottom", "floor": "bottom", "ground": "bottom", "desk": "bottom", "ceiling": "top", "sky": "top"}
+
+
 def qualifiers(words: list[str]) -> set[str]:
     """The attribute qualifiers ("top", "bottom") that a clause's position words name ("the lower rim" is the bottom
-    only: "lower" / "upper" qualify the place noun after them)."""
+    only: "lower" / "upper" qualify the place noun after them; "toward the table" is the bottom)."""
     out, skip = set(), False
     for i, w in enumerate(words):
         if skip:
             skip = False
+            continue
+        if w in ("toward", "towards"):
+            nxt = [x for x in words[i + 1:i + 3] if x not in ("the", "its", "their")]
+            if nxt and nxt[0] in TOWARD:
+                out.add(TOWARD[nxt[0]])
             continue
         if w in ("lower", "upper") and i + 1 < len(words) and words[i + 1] in PLACE_NOUNS:
             out.add(QUALIFIER[w])
@@ -63,3 +72,26 @@ def move_out(clause: str) -> str | None:
     if m is None:
         return None
     return "+" if m.group(1).startswith("out") else "-"
+
+
+# "seat top unchanged": the top of a part, said of a part whose own parameter is described by that place ("height
+# of the seat top above the floor") — that parameter (seventh round; the top of a part no parameter describes is the
+# overall dimension that ends there: ``top_of``).
+def part_top(clause: str, parts: list[tuple[str, str]], params: dict[str, tuple[str, str]]) -> str | None:
+    """The parameter whose description names the top of a part the clause names as "<part> top" / "the top of the
+    <part>", or None. ``parts``: (the word said, component) in the clause; ``params``: id → (component, description)."""
+    for said, comp in parts:
+        if not said or not re.search(rf"\b{re.escape(said)}(?:'s)? top\b|\btop of (?:the |its )?{re.escape(said)}\b", clause):
+            continue
+        hits = [pid for pid, (c, desc) in params.items()
+                if c == comp and re.search(rf"\b{re.escape(comp)} top\b|\btop of the {re.escape(comp)}\b", desc)]
+        if len(hits) == 1:
+            return hits[0]
+    return None
+
+
+# "a cup that widens toward its foot", "let it flare toward the rim": widening or narrowing toward one position of a
+# part (seventh round).
+TOWARD_PLACE = re.compile(r"\b(widen|widens|widening|wider|flare|flares|flaring|open|opens|opening out|narrow|narrows|"
+                          r"narrowing|narrower|taper|tapers|tapering)\b(?: \w+)?(?: out| in)? (?:toward|towards|at|near) "
+                          r"(?:the |its |their )?([a-z]+)\b")

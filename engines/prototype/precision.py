@@ -39,7 +39,9 @@ FRACTION_DEN = {"half": 2, "halves": 2, "third": 3, "thirds": 3, "quarter": 4, "
                 "fourths": 4, "fifth": 5, "fifths": 5, "sixth": 6, "sixths": 6, "tenth": 10, "tenths": 10}
 FRACTION_NUM = {"a": 1, "one": 1, "two": 2, "three": 3}
 COMPARATIVE = (r"(?:more|less|taller|shorter|higher|lower|wider|narrower|thicker|thinner|deeper|shallower|longer|"
-               r"bigger|smaller|larger|further|farther|closer|nearer|slimmer|broader|squatter|up|down|bigger)")
+               r"bigger|smaller|larger|further|farther|closer|nearer|slimmer|broader|squatter|up|down|"
+               # seventh round: the other comparatives of size ("a centimetre chunkier")
+               r"chunkier|fatter|skinnier|beefier|bulkier|stubbier|stumpier|roomier|curvier|flatter|plumper|steeper)")
 FACTOR_WORDS = [(r"\bone and a half times\b|\bhalf again\b", 1.5), (r"\b(?:twice|double|doubled|two times)\b", 2.0),
                 (r"\b(?:triple|tripled|thrice|three times)\b", 3.0),
                 (r"\b(?:four times|quadruple|quadrupled|fourfold|four-fold)\b", 4.0),
@@ -66,6 +68,22 @@ OFF = re.compile(r"\s*(?:off\b(?!\s+(?:of\s+)?(?:the\s+)?(?:ground|floor|table|d
 # "the backrest should gain 5 cm", "lose 2 cm": an amount lost or gained is a change in that direction
 LOSE_GAIN = re.compile(r"\b(lose|loses|losing|lost|shed|sheds|gain|gains|gaining|gained)\s+(?:an?\s+)?(?:" + HEDGE
                        + r"\s*)?$")
+# "cut 100 ml from the capacity", "knock 2 cm off": an amount a verb of removal takes from a measure is a decrease
+# (seventh round; "take … off / out of" was already one through ``OFF``).
+REMOVE_VERB = re.compile(r"\b(?:cut|cuts|cutting|take|takes|taking|remove|removing|subtract|subtracting|trim|trimming|"
+                         r"shave|shaving|knock|knocking|chop|chopping|lop|lopping|deduct|deducting|shed|skim|"
+                         r"pare)\s+(?:(?:an?|another|some)\s+)?(?:" + HEDGE + r"\s*)?$")
+FROM = re.compile(r"\s*(?:from|off|out of)\b")
+# "stem height from 30 to 36 cm": the first number is the present value, the second the target.
+FROM_TO = re.compile(r"\bfrom\s+(?:about\s+|around\s+)?[-−+]?\d+(?:\.\d+)?\s*(?:" + _UNIT_ALT + r")?\s+to\s+(?=(?:about\s+|"
+                     r"around\s+)?[-−+]?\d)")
+# "multiply the base radius by 1.5", "divide the height by 2": a factor said with the arithmetic verb.
+MULTIPLY = re.compile(r"\b(multipl(?:y|ied|ying)|divid(?:e|ed|ing))\b[^,;]*?\bby\s+(\d+(?:\.\d+)?)(?![\w.%])(?!\s*(?:percent|per cent))")
+# "seat width: -5 cm": after an attribute's own noun and a colon, a minus sign is the value's sign (a form
+# field listing a value); a plus sign is only ever written on a change ("seat depth: +2 cm"), and a part's name
+# before the colon ("seat: -5 cm in width") lists a change.
+FIELD_NOUN = re.compile(r"\b(?:height|width|depth|thickness|radius|diameter|tilt|angle|recline|splay|reach|size|length|"
+                        r"curvature|capacity|volume)\s*[:=]\s*$")
 CHANGE_VERB = re.compile(r"\b(?:add|adding|raise|raising|lower|lowering|lift|drop|move|stretch|extend|lengthen|"
                          r"shorten|increase|decrease|reduce|grow|shrink|deepen|widen|narrow|thicken|bump|"
                          r"up|down)\b")
@@ -106,7 +124,7 @@ def spell_out(clause: str) -> str:
                frac, t)
     t = re.sub(r"\b(" + "|".join(WORD_NUMBERS) + r")(?:[ -](?:and[ -])?a[ -]half)?[ -](?=" + unit + ")",
                lambda m: _num(WORD_NUMBERS[m.group(1)] + (0.5 if "half" in m.group(0) else 0)) + " ", t)
-    t = re.sub(r"\ban? (?=" + unit + ")", "1 ", t)
+    t = re.sub(r"\ban? (?:full |whole |good |single )?(?=" + unit + ")", "1 ", t)  # "a full inch": 1 inch
     t = re.sub(r"\b(minus|negative|plus)\s+(?=\d)", lambda m: SIGN_WORDS[m.group(1)], t)
     # "5 more degrees of recline", "2 extra cm": the amount's word between the number and its unit goes after both
     t = re.sub(r"(?<![\w.])(\d+(?:\.\d+)?)\s+(more|extra|less|fewer)\s+(" + _UNIT_ALT + r")(?![\w])", r"\1 \3 \2", t)
@@ -116,6 +134,11 @@ def spell_out(clause: str) -> str:
 def _ratio(clause: str) -> Quantity | None:
     """Percentages, fractions and multiples: a factor (new = old × f) or a change whose direction the clause
     gives ("lower the stem by 20%", "about a fifth taller", "twice as tall", "to 80%", "cut it in half")."""
+    m = MULTIPLY.search(clause)
+    if m:  # "multiply … by 1.2" (×1.2), "divide … by 2" (×0.5)
+        f = float(m.group(2))
+        f = f if m.group(1).startswith("multipl") else (1 / f if f else 0.0)
+        return Quantity(f, None, f, False, factor=f)
     m = PERCENT.search(clause)
     if m:
         p = float(m.group(2)) / 100
@@ -123,6 +146,8 @@ def _ratio(clause: str) -> Quantity | None:
         if re.search(r"\bto\s*(?:about\s*|around\s*)?$", before) or re.match(r"\s*(?:of|as)\b", after):
             return Quantity(p, None, p, False, factor=p)
         sign = "-" if m.group(1) in ("-", "−") else "+" if m.group(1) == "+" else None
+        if sign is None and (OFF.match(after) or (REMOVE_VERB.search(before) and FROM.match(after))):
+            sign = "-"  # "take 10% off the neck": a share taken off is a decrease
         return Quantity(p, None, p, True, change=p, sign=sign)
     m = MULTIPLE.search(clause)
     if m:
@@ -144,13 +169,19 @@ def _ratio(clause: str) -> Quantity | None:
         if re.search(r"\bby\s*(?:about\s*|around\s*|roughly\s*|nearly\s*|almost\s*)?$", before) or \
                 re.match(r"\s*(?:\w+\s+)?" + COMPARATIVE + r"\b", after):
             return Quantity(f, None, f, True, change=f)
+        if OFF.match(after) or (REMOVE_VERB.search(before) and FROM.match(after)):
+            return Quantity(f, None, f, True, change=f, sign="-")  # "lop a fifth off the stem": a share taken off
     return None
 
 
-def is_change(before: str, after: str, signed: bool) -> bool:
-    """Is the number between ``before`` and ``after`` a change (True) or a target (False)?"""
-    if CHANGE_BEFORE.search(before) or CHANGE_AFTER.match(after) or OFF.match(after) or LOSE_GAIN.search(before):
+def is_change(before: str, after: str, signed: bool | str) -> bool:
+    """Is the number between ``before`` and ``after`` a change (True) or a target (False)? ``signed``: the sign
+    written before the number ("-", "+", or "" / False for none)."""
+    if CHANGE_BEFORE.search(before) or CHANGE_AFTER.match(after) or OFF.match(after) or LOSE_GAIN.search(before) \
+            or (REMOVE_VERB.search(before) and FROM.match(after)):
         return True
+    if signed in ("-", "−") and FIELD_NOUN.search(before):  # "height: -10 cm": the value, with its sign
+        return False
     if signed and re.search(r"[:=]\s*$", before):  # a note "seat depth: +2 cm" lists a signed change
         return True
     if TARGET_BEFORE.search(before) or TARGET_AFTER.match(after):
@@ -161,7 +192,7 @@ def is_change(before: str, after: str, signed: bool) -> bool:
 def quantity(clause: str) -> Quantity | None:
     """The clause's quantity: a ratio (see ``_ratio``), a number with an optional unit (signed; a change or a
     target, see ``is_change``) or a count word ("three legs")."""
-    t = spell_out(clause)
+    t = FROM_TO.sub("to ", spell_out(clause))  # "from 2.6 to 3.2 cm": the target is the second number
     m = NUMBER.search(t)
     if m is None or not m.group(3):  # a unit-less digit may still sit beside a ratio ("by 20%", "2x")
         r = _ratio(clause)
@@ -177,9 +208,10 @@ def quantity(clause: str) -> Quantity | None:
     neg = m.group(1) in ("-", "−")
     x = float(m.group(2)) * (-1 if neg else 1)
     unit, scale = UNITS.get(m.group(3) or "", (None, 1.0))
-    if is_change(t[:m.start()], t[m.end():], bool(m.group(1))):
+    if is_change(t[:m.start()], t[m.end():], m.group(1)):
         lg = LOSE_GAIN.search(t[:m.start()])
-        own = "-" if OFF.match(t[m.end():]) else (("+" if lg.group(1).startswith("gain") else "-") if lg else None)
+        removed = OFF.match(t[m.end():]) or (REMOVE_VERB.search(t[:m.start()]) and FROM.match(t[m.end():]))
+        own = "-" if removed else (("+" if lg.group(1).startswith("gain") else "-") if lg else None)
         return Quantity(abs(x) * scale, unit, x, True, sign="-" if neg else ("+" if m.group(1) == "+" else None),
                         dir=own)
     return Quantity(x * scale, unit, x, False)

@@ -20,12 +20,22 @@ COMPARATIVES = (r"(?:taller|higher|shorter|lower|wider|broader|narrower|deeper|s
 # "don't let the chair get any taller", "don't make it any deeper", "not any wider", "no deeper than now":
 # "any" before a comparative only occurs under a negation (or a question), so it marks the negated change.
 NEGATED_CHANGE = (r"don'?t let|do not let|never let|without letting|any " + COMPARATIVES
-                  + r"|no " + COMPARATIVES + r" than")
+                  + r"|no " + COMPARATIVES + r" than"
+                  # seventh round: "the chair no wider overall" ("no longer" is "not any more", no comparison)
+                  + r"|no (?!longer\b)" + COMPARATIVES + r"\b")
 # A modal or auxiliary denying a change: "the footprint shouldn't change", "the bottle's height can't change",
 # "the stool mustn't move", "the capacity must not go down".
 DENIED_CHANGE = (r"(?:shouldn'?t|should not|mustn'?t|must not|can'?t|cannot|can not|won'?t|will not|doesn'?t|"
                  r"does not|needn'?t|need not|may not) (?:be )?(?:change|changed|move|moved|vary|differ|grow|shrink|"
                  r"go (?:up|down))")
+# "neither the seat nor the legs may change": both named things are kept (seventh round)
+NEITHER_NOR = (r"neither\b[\w' ]*?\bnor\b[\w' ]*?\b(?:(?:may|can|should|must|will|is to|are to|could)(?: not)? (?:be )?)?"
+               r"(?:change|changes|changed|move|moves|moved|vary|varies|differ|differs|grow|grows|shrink|shrinks|"
+               r"go (?:up|down)|get (?:any )?" + COMPARATIVES + r")")
+# "holding no more and no less than today": exactly what it is (seventh round)
+NO_MORE_NO_LESS = r"no more,? (?:and |or |but )?no less|no less,? (?:and |or |but )?no more"
+# A measure locked in place: "the tilt locked", "with the capacity frozen" (seventh round)
+LOCKED = r"locked|locked in|frozen|pinned(?: down)?|set in stone"
 # An equal amount: "it should still hold just as much", "just as tall as now".
 AS_MUCH = r"(?:just|exactly|every bit) as (?:much|tall|high|wide|deep|big|long|thick)"
 # "without" + a gerund: "without touching the seat", "without the stool taking up more floor space"
@@ -38,7 +48,8 @@ KEEP = re.compile(r"\b(keep|keeps|kept|keeping|leave|leaving|" + HOLD + r"|don'?
                   r"" + WITHOUT_GERUND + r"|preserve|preserving|maintain|maintaining|hold on to|"
                   r"as (?:it )?is|unchanged|untouched|constant|fixed(?! (?:to|on|onto|in|at)\b)|alone|same as before|"
                   r"the same|same|"
-                  r"where (?:it|they) (?:is|are)|stays?|stay put|" + NEGATED_CHANGE + "|" + DENIED_CHANGE + "|" + AS_MUCH + r")\b")
+                  r"where (?:it|they) (?:is|are)|stays?|stay put|" + NEGATED_CHANGE + "|" + DENIED_CHANGE + "|" + AS_MUCH + "|"
+                  + NEITHER_NOR + "|" + NO_MORE_NO_LESS + "|" + LOCKED + r")\b")
 # Where a keep scope starts inside a clause: the clause is split there ("a slimmer bottle that still holds the
 # same amount" → "a slimmer bottle" + "that still holds the same amount"; "a wider bottle with the same
 # capacity" → "a wider bottle" + "with the same capacity").
