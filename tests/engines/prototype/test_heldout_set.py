@@ -6,7 +6,9 @@ development sets now that the failures of their first runs were fixed, and so is
 after set 3's first run, frozen before the fourth round; its failures were fixed in the fifth round); ``heldout5``
 (written after set 4's first run, frozen before the fifth round) carried it until ``heldout6`` (written after set
 5's first run, frozen before the sixth round) had its first run; ``heldout6`` carried it until ``heldout7`` (written
-after the sixth round, frozen before any further parser change) had its first run. All are checked alike."""
+after the sixth round, frozen before any further parser change) had its first run; ``heldout7`` carries it until
+``heldout8`` (written after set 7's first run, frozen before the seventh round, by an author who wrote no earlier set
+and no parser rule) has its first run. All are checked alike."""
 from __future__ import annotations
 
 import difflib
@@ -29,13 +31,13 @@ def _norm(t: str) -> str:
     return " ".join(re.sub(r"[^\w%°+\-.]+", " ", t.lower()).split())
 
 
-SETS = ("heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "heldout7")
+SETS = ("heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "heldout7", "heldout8")
 ROOT = fresh.DATA.parents[2]
-# The first commit of each later round's parser fixes, named by the module it added: the set written for that
-# round must have been committed alone before it.
+# The first commit of each later round's parser fixes, named by the module it added (the seventh round added no
+# module: by its rules' test file): the set written for that round must have been committed alone before it.
 FIRST_FIX = {"heldout2": "engines/prototype/precision.py", "heldout3": "engines/prototype/intensity.py",
              "heldout4": "engines/prototype/reference.py", "heldout5": "engines/prototype/complaint.py",
-             "heldout6": "engines/prototype/position.py"}
+             "heldout6": "engines/prototype/position.py", "heldout8": "tests/engines/prototype/test_round7_phrasing.py"}
 
 
 @pytest.fixture(scope="module", params=SETS)
@@ -205,7 +207,7 @@ def test_each_later_set_was_committed_alone_before_its_rounds_first_fix(later):
     assert subprocess.run(["git", "merge-base", "--is-ancestor", frozen, fix], cwd=ROOT).returncode == 0
 
 
-@pytest.mark.parametrize("earlier, later", [(2, 3), (4, 5), (5, 6)])
+@pytest.mark.parametrize("earlier, later", [(2, 3), (4, 5), (5, 6), (7, 8)])
 def test_no_parser_change_between_a_sets_first_run_and_the_next_sets_freeze(earlier, later):
     """From the third round on, nothing the mappers run changed between the previous set's first-run record and
     the new set's freeze (the second round had one such change, documented: the scale-factor refusal after set
@@ -355,4 +357,52 @@ def test_the_seventh_set_stresses_designer_phrasing_and_refusals():
     for pattern in (r"\?", r"i think|maybe|i'd", r"diameter|across", r"inch", r"%", r"percent", r"one sixth|a fifth",
                     r"half as|half again", r"\d+ mm too", r"don't \w+ \w+ enough", r"from [\d.]+ to [\d.]+",
                     r"litre", r"\bml\b", r"[+-]\d", r"\bmetre", r"\d cm too"):
+        assert re.search(pattern, texts), pattern
+
+
+def test_set_8_was_frozen_before_the_seventh_round_and_its_first_run_measures_that_round():
+    """Set 8 measures the seventh round's parser: it was committed alone after set 7's first-run record and before the
+    round (the commit that added ``test_round7_phrasing.py`` with the round's rules, checked above through
+    ``FIRST_FIX``), and the code its first run records comes after that round and differs from it in no file the
+    mappers run (``fresh.py`` / ``reproduce.py`` only register the set)."""
+    import subprocess
+
+    frozen = _first_commit("engines/prototype/data/instructions_heldout8.yaml")
+    record7 = _first_commit("engines/prototype/data/heldout7_first_run.json")
+    round7 = _first_commit("tests/engines/prototype/test_round7_phrasing.py")
+    if not _full_history() or None in (frozen, record7, round7):
+        pytest.skip("no full git history here")
+    assert subprocess.run(["git", "merge-base", "--is-ancestor", record7, frozen], cwd=ROOT).returncode == 0
+    assert subprocess.run(["git", "merge-base", "--is-ancestor", frozen, round7], cwd=ROOT).returncode == 0
+    path = ROOT / "engines/prototype/data/heldout8_first_run.json"
+    if path.exists():
+        rec = json.loads(path.read_text(encoding="utf-8"))
+        assert subprocess.run(["git", "merge-base", "--is-ancestor", round7, rec["commit"]], cwd=ROOT).returncode == 0
+        assert _git("diff", "--name-only", round7, rec["commit"], "--", *_engine_files()).split() == []
+        assert not [line for line in rec["uncommitted_engine_changes"]
+                    if not line.endswith(("reproduce.py", "fresh.py"))]
+
+
+def test_the_eighth_set_stresses_designer_phrasing_and_refusals():
+    """Set 8's emphasis: set 7's size and mix (150 instructions, 53 refusals: 16 impossible values, 6 keep clauses
+    that cannot hold, 21 unsupported requests alone and 10 inside multi-clause instructions, 9 look-alikes), reasons
+    and context beside the edit, requests as questions, complaints that carry their own remedy and complaints without an
+    amount, inches, metres and the diameter sign, widths of round parts, ratios in words, signed amounts in words and
+    symbols, overall size with "front to back", capacities in ml and litres, and one amount shared by two parts."""
+    import re
+    from collections import Counter
+
+    rows = fresh.load("heldout8")
+    assert len(rows) == 150 and sum(bool(r.get("refuse")) for r in rows) == 53
+    assert Counter(r["kind"] for r in rows) == Counter(quantity=32, impossible=16, overall=18, keep=23,
+                                                       unsupported=40, multi=21)
+    uns = [r for r in rows if r["kind"] == "unsupported"]
+    assert len([r for r in uns if r.get("refuse") and len(r["program"]) == 1]) == 21
+    assert len([r for r in uns if r.get("refuse") and len(r["program"]) > 1]) == 2 * len(DOMAINS)
+    assert {r["domain"] for r in uns if not r.get("refuse")} == set(DOMAINS)
+    assert sum(r["kind"] == "keep" and bool(r.get("refuse")) for r in rows) == 6
+    texts = " | ".join(r["text"] for r in rows).lower()
+    for pattern in (r"\?", r"inch", r"ø", r"across", r"\d m\b", r"%", r"\bml\b", r"litre", r"[+-]\d", r"minus|plus",
+                    r"front to back", r"\bboth\b|\beach\b", r"too \w+", r"we need|can we|what about|i'd go",
+                    r"three quarters|two thirds|twice|three times"):
         assert re.search(pattern, texts), pattern
