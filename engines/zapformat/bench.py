@@ -260,7 +260,10 @@ NOTES = (
     "2026-12-06 (afternoon) with every engine on every schema (shards of 100; the morning's run had XGrammar on "
     "861 schemas only) and the compiler of that afternoon (what it gained: docs/methods/zapformat.md, \"JSON "
     "Schema coverage\", and the note under \"Compiled core\" in zapformat.md); the morning's numbers (ours "
-    "1,296/1,502 passing) are in the git history of this page.")
+    "1,296/1,502 passing) are in the git history of this page. Run `loop-tables` (2026-12-06, 15:07-15:17 UTC) "
+    "reran ours and LLGuidance side by side on the whole sample after one change to the C++ core (eager walks "
+    "accept the tokens that stay in a free-string state without walking them; masks unchanged, tested against the "
+    "Python core), with the same compiler as run `full-sample`; XGrammar was not rerun.")
 
 
 def write_page(stored: dict, path) -> str:
