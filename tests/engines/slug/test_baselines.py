@@ -6,7 +6,6 @@ import pytest
 import torch
 
 from engines.slug import baselines as B
-from engines.slug.concepts import build_concept
 from engines.slug.gradients import accumulate_gradients
 from engines.slug.layers import candidate_names, score_layers
 from engines.slug.params import UnlearnParams
@@ -14,18 +13,6 @@ from engines.slug.search import Evaluator, snapshot
 
 torch.set_num_threads(1)
 COST = ("grad_examples", "train_s", "evals", "state_bytes", "changed", "forget1", "retain", "utility", "reached")
-
-
-@pytest.fixture(scope="module")
-def zc():
-    from engines.common import zoo
-
-    return zoo.load("clip")
-
-
-@pytest.fixture(scope="module")
-def concept():
-    return build_concept("digit", "two", n_forget=40, n_retain=48, n_eval=60)
 
 
 def _p(**kw):

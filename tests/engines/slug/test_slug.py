@@ -8,7 +8,7 @@ import torch
 
 from engines.common.params import ParamError
 from engines.slug import layers as L
-from engines.slug.concepts import TooFewExamples, build_concept
+from engines.slug.concepts import TooFewExamples
 from engines.slug.gradients import accumulate_gradients
 from engines.slug.search import SearchFailed, binary_search, changed_parameters, patched, snapshot
 from engines.slug.unlearn import unlearn
@@ -62,18 +62,6 @@ def test_layer_names_groups_and_depths():
 
 
 # ----------------------------------------------------------------------------- on the micro CLIP
-
-
-@pytest.fixture(scope="module")
-def zc():
-    from engines.common import zoo
-
-    return zoo.load("clip")
-
-
-@pytest.fixture(scope="module")
-def concept():
-    return build_concept("digit", "two", n_forget=40, n_retain=48, n_eval=60)
 
 
 def test_candidates_are_weight_matrices_split_by_tower(zc):
