@@ -45,7 +45,8 @@ ITERATIVE = {"ga": ("GA (all layers)", ("forget",)), "ft": ("FT (retain fine-tun
              "ga_ft": ("GA+FT", ("forget", "retain")), "salun": ("SalUn (saliency-masked GA+FT)", ("forget", "retain"))}
 
 
-def _nbytes(ts) -> int:
+def nbytes(ts) -> int:
+    """Bytes held by the tensors ``ts``."""
     return int(sum(t.numel() * t.element_size() for t in ts))
 
 
@@ -130,10 +131,10 @@ def iterative(zc, concept, p, kind: str, progress=None) -> dict:
         if fa <= p.forget_target:
             break
     row = ev(None)
-    moments = 2 * _nbytes(params.values())  # AdamW's two moments
-    state = _nbytes(list(model.parameters())) + _nbytes(params.values()) + moments  # copy + grads + moments
+    moments = 2 * nbytes(params.values())  # AdamW's two moments
+    state = nbytes(list(model.parameters())) + nbytes(params.values()) + moments  # copy + grads + moments
     if mask is not None:
-        state += _nbytes(mask.values())
+        state += nbytes(mask.values())
     changed = sum(1 for q, b in zip(model.parameters(), zc.model.parameters()) if not torch.equal(q, b))
     return dict(name=kind, label=label, reached=row["forget1"] <= p.forget_target, steps=steps,
                 grad_examples=examples, train_s=train_s, evals=ev.evals, state_bytes=state,
@@ -173,7 +174,7 @@ def ssd(zc, concept, p, progress=None) -> dict:
             break
     best = rows[-1] if rows[-1]["forget1"] <= p.forget_target else min(rows, key=lambda r: r["forget1"])
     n_sel = int(sum(int(s.sum()) for s in selected.values()))
-    state = _nbytes(i_f.grads.values()) + _nbytes(i_r.grads.values()) + _nbytes(theta0.values())
+    state = nbytes(i_f.grads.values()) + nbytes(i_r.grads.values()) + nbytes(theta0.values())
     return dict(name="ssd", label="SSD (Fisher dampening)", reached=best["forget1"] <= p.forget_target,
                 lam=best["lam"], sweep=[{k: r[k] for k in ("lam", "forget1", "retain")} for r in rows],
                 grad_examples=i_f.examples + i_r.examples, train_s=train_s, evals=len(rows), state_bytes=state,

@@ -16,7 +16,7 @@ from pydantic import BaseModel
 from engines.common.context import LocalContext, Subprogress
 from engines.common.params import validate
 
-from .baselines import run_baselines, search_kw
+from .baselines import nbytes, run_baselines, search_kw
 from .concepts import build_concept
 from .gradients import accumulate_gradients
 from .layers import candidate_names, check_layer, deepest, score_layers
@@ -49,10 +49,6 @@ class UnlearnResult(BaseModel):
     baselines: list[dict]
     forget_target: float
     elapsed_s: float
-
-
-def _nbytes(ts) -> int:
-    return int(sum(t.numel() * t.element_size() for t in ts))
 
 
 def load_clip(ctx, a: float, b: float):
@@ -149,7 +145,7 @@ def unlearn(params: UnlearnParams | dict, ctx=None, heldout_split: bool = False)
         search_evals=sum(len(t.rows) for t in traces), chosen_evals=len(chosen.rows),
         search_s=sum(search_s.values()), chosen_search_s=search_s[chosen.layer],
         train_s=gf.seconds + gr.seconds, total_s=gf.seconds + gr.seconds + pareto_s + sum(search_s.values()),
-        state_bytes=_nbytes(gf.grads.values()) + _nbytes(gr.grads.values()) + _nbytes(originals.values()),
+        state_bytes=nbytes(gf.grads.values()) + nbytes(gr.grads.values()) + nbytes(originals.values()),
         params_changed=int(sum(t.numel() for t in originals.values())),
         params_total=int(sum(t.numel() for t in theta0.values())),
     )
