@@ -180,6 +180,20 @@ def _first_commit(path: str) -> str | None:
     return out[-1] if out else None
 
 
+def _assert_first_run_measures(name: str, base: str) -> None:
+    """The set's first-run record (when recorded) ran code that descends from ``base`` and differs from it in no file
+    the mappers run, with no uncommitted engine change but the set's registration (``fresh.py`` / ``reproduce.py``)."""
+    import subprocess
+
+    path = ROOT / f"engines/prototype/data/{name}_first_run.json"
+    if path.exists():
+        rec = json.loads(path.read_text(encoding="utf-8"))
+        assert subprocess.run(["git", "merge-base", "--is-ancestor", base, rec["commit"]], cwd=ROOT).returncode == 0
+        assert _git("diff", "--name-only", base, rec["commit"], "--", *_engine_files()).split() == []
+        assert not [line for line in rec["uncommitted_engine_changes"]
+                    if not line.endswith(("reproduce.py", "fresh.py"))]
+
+
 def _full_history() -> bool:
     return _git("rev-parse", "--is-shallow-repository").strip() == "false"
 
@@ -334,13 +348,7 @@ def test_set_7_was_frozen_after_the_sixth_round_and_its_first_run_measures_that_
 
     assert subprocess.run(["git", "merge-base", "--is-ancestor", record6, frozen], cwd=ROOT).returncode == 0
     assert _git("show", "--name-only", "--format=", frozen).split() == ["engines/prototype/data/instructions_heldout7.yaml"]
-    path = ROOT / "engines/prototype/data/heldout7_first_run.json"
-    if path.exists():
-        rec = json.loads(path.read_text(encoding="utf-8"))
-        assert subprocess.run(["git", "merge-base", "--is-ancestor", frozen, rec["commit"]], cwd=ROOT).returncode == 0
-        assert _git("diff", "--name-only", frozen, rec["commit"], "--", *_engine_files()).split() == []
-        assert not [line for line in rec["uncommitted_engine_changes"]
-                    if not line.endswith(("reproduce.py", "fresh.py"))]
+    _assert_first_run_measures("heldout7", frozen)
 
 
 def test_the_seventh_set_stresses_designer_phrasing_and_refusals():
@@ -374,13 +382,7 @@ def test_set_8_was_frozen_before_the_seventh_round_and_its_first_run_measures_th
         pytest.skip("no full git history here")
     assert subprocess.run(["git", "merge-base", "--is-ancestor", record7, frozen], cwd=ROOT).returncode == 0
     assert subprocess.run(["git", "merge-base", "--is-ancestor", frozen, round7], cwd=ROOT).returncode == 0
-    path = ROOT / "engines/prototype/data/heldout8_first_run.json"
-    if path.exists():
-        rec = json.loads(path.read_text(encoding="utf-8"))
-        assert subprocess.run(["git", "merge-base", "--is-ancestor", round7, rec["commit"]], cwd=ROOT).returncode == 0
-        assert _git("diff", "--name-only", round7, rec["commit"], "--", *_engine_files()).split() == []
-        assert not [line for line in rec["uncommitted_engine_changes"]
-                    if not line.endswith(("reproduce.py", "fresh.py"))]
+    _assert_first_run_measures("heldout8", round7)
 
 
 def test_the_eighth_set_stresses_designer_phrasing_and_refusals():
