@@ -106,7 +106,7 @@ def iterative(zc, concept, p, kind: str, progress=None) -> dict:
             "retain": _Batches(concept.retain_images, concept.retain_captions, p.batch_size, rng)}
     sign = {"forget": -1.0, "retain": 1.0}  # ascent on L_f, descent on L_r
     loss_fn = {"forget": forget_loss, "retain": retain_loss}
-    train_s, steps, examples, fa = t_mask, 0, mask_examples, 1.0
+    train_s, steps, examples = t_mask, 0, mask_examples
     while steps < p.ga_max_steps:
         t0 = time.perf_counter()
         model.train()

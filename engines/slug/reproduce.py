@@ -126,7 +126,7 @@ def main():
               f"{len(allr)} targets: mean FA {mean(fa):.1%} (max {max(fa):.1%}); retain drop {mean(drop):.1f} points "
               f"(max {max(drop):.1f}); utility drop {mean(util):.1f} points",
               mean(fa) <= 0.05 and mean(drop) <= 5.0)
-    ga = [next(b for b in r["baselines"] if b["name"] == "ga") for r in allr]
+    ga = [_baseline(r, "ga") for r in allr]
     gap = [100 * (T(r["after"], "retain") - T(g, "retain")) for r, g in zip(allr, ga)]
     ga_fa = [T(g, "forget1") for g in ga]
     ex_ratio = mean([r["cost"]["grad_examples"] for r in allr]) / mean([g["grad_examples"] for g in ga])
@@ -143,8 +143,8 @@ def main():
               + f"; SLUG's gradient examples = {ex_ratio:.2f}× GA's",
               mean(gap) >= 10.0 and ex_ratio <= 0.1 and all(v["n_reached"] == 0 or v["gap"] >= 0
                                                            for v in peers.values()))
-    rnd = [next(b for b in r["baselines"] if b["name"] == "random_layer") for r in allr]
-    imp = [next(b for b in r["baselines"] if b["name"] == "importance_only") for r in allr]
+    rnd = [_baseline(r, "random_layer") for r in allr]
+    imp = [_baseline(r, "importance_only") for r in allr]
     g_r = [100 * (T(r["after"], "retain") - T(b, "retain")) for r, b in zip(allr, rnd)]
     g_i = [100 * (T(r["after"], "retain") - T(b, "retain")) for r, b in zip(allr, imp)]
     reached_r = sum(b["n_reached"] for b in rnd), sum(b["n"] for b in rnd)
@@ -235,6 +235,11 @@ def paired_gap(runs: list[dict], kind: str) -> dict:
     return dict(gap=float(np.mean(gaps)) if gaps else float("nan"), n_reached=len(ok), n=len(bs))
 
 
+def _reached(bs: list[dict]) -> str:
+    """How many runs reached the forget target, "k/n" (a random-layer row counts each of its layers)."""
+    return f"{sum(b.get('n_reached', int(b['reached'])) for b in bs)}/{sum(b.get('n', 1) for b in bs)}"
+
+
 def _fmt_gap(v: dict) -> str:
     if not v["n_reached"]:
         return f"— (it reached the forget target on none of the {v['n']} targets)"
@@ -253,8 +258,7 @@ def baseline_table(runs: list[dict]) -> str:
     for kind in BASELINES:
         bs = [_baseline(r, kind) for r in runs]
         v = paired_gap(runs, kind)
-        reached = sum(b.get("n_reached", int(b["reached"])) for b in bs), sum(b.get("n", 1) for b in bs)
-        rows.append(f"| {bs[0]['label']} | {reached[0]}/{reached[1]} | {np.mean([b['test']['forget1'] for b in bs]):.1%} | "
+        rows.append(f"| {bs[0]['label']} | {_reached(bs)} | {np.mean([b['test']['forget1'] for b in bs]):.1%} | "
                     f"{np.mean([b['test']['retain'] for b in bs]):.1%} | "
                     f"{'—' if not v['n_reached'] else format(v['gap'], '.1f')} | "
                     f"{np.mean([b['grad_examples'] for b in bs]):.0f} | {np.mean([b['train_s'] for b in bs]):.2f} | "
@@ -279,7 +283,7 @@ def baselines_figure(runs: list[dict]):
         bs = [_baseline(r, kind) for r in runs]
         pts.append((BASELINE_SHORT[kind], np.mean([b["test"]["forget1"] for b in bs]),
                     np.mean([b["test"]["retain"] for b in bs]),
-                    f"{sum(b.get('n_reached', int(b['reached'])) for b in bs)}/{sum(b.get('n', 1) for b in bs)}"))
+                    _reached(bs)))
     merged: dict[tuple, list] = {}  # methods with identical means share one point (SalUn = GA+FT on this model)
     for name, fa, ret, n in pts:
         merged.setdefault((round(float(fa), 4), round(float(ret), 4)), []).append((name, n))

@@ -213,8 +213,7 @@ def core_block() -> str:
                   f"{full['maskbench_schemas']} schemas, {full['limit_s']:.0f} s per schema, in "
                   f"{len(full.get('shards', [])) or 1} shards; same protocol as below; the Python reference core and "
                   "kbnf were measured on the 51-schema run only).", "",
-                  "| engine | passing | compile errors | crashes + timeouts | wrong accepts | wrong rejects | "
-                  "TTFM p50 / p90 / p99 | TBM p50 / p90 / p99 | peak MB |", "|---|---|---|---|---|---|---|---|---|"]
+                  *WHOLE_HEADER]
         lines += [_whole_row(e, s) for e, s in full["maskbench"].items()] + [""]
     if times.get("maskbench"):
         lines += [f"**Whole sample again, ours and LLGuidance side by side** (run `{TIMES_LABEL}`, {times['date']}, "
@@ -222,8 +221,7 @@ def core_block() -> str:
                   f"{len(times.get('shards', [])) or 1} shards): after the C++ eager walks accept the tokens that "
                   "stay in a free-string state without walking them ([../methods/zapformat.md]"
                   "(../methods/zapformat.md#compiled-core-issue-29)).", "",
-                  "| engine | passing | compile errors | crashes + timeouts | wrong accepts | wrong rejects | "
-                  "TTFM p50 / p90 / p99 | TBM p50 / p90 / p99 | peak MB |", "|---|---|---|---|---|---|---|---|---|"]
+                  *WHOLE_HEADER]
         lines += [_whole_row(e, s) for e, s in times["maskbench"].items()] + [""]
     if mb:
         lines += [f"**MaskBench sample, single-threaded** (run `{MASKBENCH_LABEL}`, {run['date']}, "
@@ -271,6 +269,10 @@ def core_block() -> str:
     lines += [x + "\n" for x in notes]
     lines.append(END)
     return "\n".join(lines)
+
+
+WHOLE_HEADER = ("| engine | passing | compile errors | crashes + timeouts | wrong accepts | wrong rejects | "
+                "TTFM p50 / p90 / p99 | TBM p50 / p90 / p99 | peak MB |", "|---|---|---|---|---|---|---|---|---|")
 
 
 def _whole_row(e: str, s: dict) -> str:

@@ -298,7 +298,7 @@ def test_the_fifth_set_stresses_designer_phrasing_and_refusals():
 
 
 def _assert_set_6_mix(rows: list[dict]) -> None:
-    """Set 6's size and mix, which set 7 repeats: 150 instructions, 53 refusals (16 impossible values, 6 keep
+    """Set 6's size and mix, which sets 7 and 8 repeat: 150 instructions, 53 refusals (16 impossible values, 6 keep
     clauses that cannot hold, 21 unsupported requests alone and 10 inside multi-clause instructions), every product
     with a look-alike."""
     from collections import Counter
@@ -392,17 +392,9 @@ def test_the_eighth_set_stresses_designer_phrasing_and_refusals():
     amount, inches, metres and the diameter sign, widths of round parts, ratios in words, signed amounts in words and
     symbols, overall size with "front to back", capacities in ml and litres, and one amount shared by two parts."""
     import re
-    from collections import Counter
 
     rows = fresh.load("heldout8")
-    assert len(rows) == 150 and sum(bool(r.get("refuse")) for r in rows) == 53
-    assert Counter(r["kind"] for r in rows) == Counter(quantity=32, impossible=16, overall=18, keep=23,
-                                                       unsupported=40, multi=21)
-    uns = [r for r in rows if r["kind"] == "unsupported"]
-    assert len([r for r in uns if r.get("refuse") and len(r["program"]) == 1]) == 21
-    assert len([r for r in uns if r.get("refuse") and len(r["program"]) > 1]) == 2 * len(DOMAINS)
-    assert {r["domain"] for r in uns if not r.get("refuse")} == set(DOMAINS)
-    assert sum(r["kind"] == "keep" and bool(r.get("refuse")) for r in rows) == 6
+    _assert_set_6_mix(rows)
     texts = " | ".join(r["text"] for r in rows).lower()
     for pattern in (r"\?", r"inch", r"ø", r"across", r"\d m\b", r"%", r"\bml\b", r"litre", r"[+-]\d", r"minus|plus",
                     r"front to back", r"\bboth\b|\beach\b", r"too \w+", r"we need|can we|what about|i'd go",
