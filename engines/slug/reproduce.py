@@ -1,13 +1,16 @@
 """``make reproduce METHOD=slug``: the issue's claims and the spec's acceptance checks on the zoo's tiny CLIP.
 
-Environment: ``SLUG_CLIP_CONFIG`` (JSON overrides of the zoo's CLIP configuration, when the default model is not
-built), ``SLUG_TARGETS`` (comma-separated ``kind:name``; default all ten digits + a minicanvas object and style).
+Environment: ``SLUG_SEEDS`` (comma-separated CLIP training seeds; default ``0,1,2`` as the spec asks: seed 0 is the
+released model, the others are trained here on first use with the same recipe), ``SLUG_CLIP_CONFIG`` (JSON overrides
+of the zoo's CLIP configuration, applied to every seed), ``SLUG_TARGETS`` (comma-separated ``kind:name``; default all
+ten digits + a minicanvas object and style).
 """
 from __future__ import annotations
 
 import json
 import os
 import time
+from contextlib import contextmanager
 
 import numpy as np
 import torch
@@ -24,21 +27,33 @@ def _targets() -> list[tuple[str, str]]:
     return [("digit", d) for d in DIGIT_NAMES] + [("object", "star"), ("style", "striped")]
 
 
-def _patch_zoo_config():
-    """Route zoo.load("clip") to the override configuration (recorded in the report)."""
-    over = os.environ.get("SLUG_CLIP_CONFIG")
-    if not over:
-        return None
+def _seeds() -> list[int]:
+    return [int(x) for x in os.environ.get("SLUG_SEEDS", "0,1,2").split(",")]
+
+
+def clip_config(seed: int) -> dict | None:
+    """The zoo CLIP configuration overrides for one training seed (None: the default, released model)."""
+    over = json.loads(os.environ.get("SLUG_CLIP_CONFIG") or "{}")
+    if seed:
+        over["seed"] = seed
+    return over or None
+
+
+@contextmanager
+def routed_clip(cfg: dict | None):
+    """Route zoo.load("clip") (what the engine calls) to ``cfg`` while the block runs."""
     from engines.common import zoo
 
-    cfg = json.loads(over)
     orig = zoo.load
 
     def load(name, config=None, **kw):
         return orig(name, config=cfg if name == "clip" and config is None else config, **kw)
 
     zoo.load = load
-    return cfg
+    try:
+        yield
+    finally:
+        zoo.load = orig
 
 
 def grid_check(res: dict, p: dict, n: int = 40) -> dict:
@@ -76,39 +91,57 @@ def grid_check(res: dict, p: dict, n: int = 40) -> dict:
 
 def main():
     torch.set_num_threads(int(os.environ.get("SLUG_THREADS", "1")))
-    cfg = _patch_zoo_config()
     from engines.common import zoo
 
     from . import plots
+    from .search import SearchFailed
     from .unlearn import unlearn
 
     rep = Report("slug", "SLUG: targeted unlearning with a single layer unlearning gradient")
-    zoo.build("clip", cfg)  # trains it here when missing, so its build record exists
-    meta = zoo.read_meta("clip", cfg) or {}
+    seeds = _seeds()
+    metas = {}
     t0 = time.perf_counter()
-    runs = []
+    runs, failed = [], []
     # ≥ 10 random layers per target (issue 17: a 3-layer random baseline is too noisy to compare against)
     p = dict(baselines=list(BASELINES), n_random=int(os.environ.get("SLUG_N_RANDOM", "10")), forget_target=0.05)
-    for kind, name in _targets():
-        print(f"--- {kind} {name}", flush=True)
-        # layer and step chosen on a validation half of the held-out images; claims read the test half
-        r = unlearn(dict(target_kind=kind, target=name, **p), heldout_split=True).model_dump()
-        runs.append(r)
-        b = {x["name"]: x for x in r["baselines"]}
-        print(f"{name}: layer {r['chosen']} r={r['rel_step']:.3g} FA {r['before']['forget1']:.2f}->{r['after']['forget1']:.2f} "
-              f"retain {r['before']['retain']:.3f}->{r['after']['retain']:.3f} | GA {b['ga']['retain']:.3f} "
-              f"(FA {b['ga']['forget1']:.2f}, {b['ga']['steps']} steps) | rand {b['random_layer']['retain']:.3f} "
-              f"({b['random_layer']['n_reached']}/{b['random_layer']['n']}) | imp {b['importance_only']['retain']:.3f} | "
-              + " ".join(f"{k} {b[k]['retain']:.3f}{'' if b[k]['reached'] else '(miss)'}"
-                         for k in ("ft", "ga_ft", "salun", "ssd", "alignment_only", "all_pareto")), flush=True)
+    for seed in seeds:  # the spec's claims are means over forget targets and 3 CLIP training seeds
+        cfg = clip_config(seed)
+        zoo.build("clip", cfg)  # trains it here when missing, so its build record exists
+        metas[seed] = zoo.read_meta("clip", cfg) or {}
+        with routed_clip(cfg):
+            for kind, name in _targets():
+                print(f"--- CLIP seed {seed}: {kind} {name}", flush=True)
+                # layer and step chosen on a validation half of the held-out images; claims read the test half
+                try:
+                    r = unlearn(dict(target_kind=kind, target=name, **p), heldout_split=True).model_dump()
+                except SearchFailed as e:
+                    failed.append(dict(clip_seed=seed, target_kind=kind, target=name, reason=str(e)))
+                    print(f"{name}: {e}", flush=True)
+                    continue
+                r["clip_seed"] = seed
+                runs.append(r)
+                b = {x["name"]: x for x in r["baselines"]}
+                print(f"{name}: layer {r['chosen']} r={r['rel_step']:.3g} FA {r['before']['forget1']:.2f}->{r['after']['forget1']:.2f} "
+                      f"retain {r['before']['retain']:.3f}->{r['after']['retain']:.3f} | GA {b['ga']['retain']:.3f} "
+                      f"(FA {b['ga']['forget1']:.2f}, {b['ga']['steps']} steps) | rand {b['random_layer']['retain']:.3f} "
+                      f"({b['random_layer']['n_reached']}/{b['random_layer']['n']}) | imp {b['importance_only']['retain']:.3f} | "
+                      + " ".join(f"{k} {b[k]['retain']:.3f}{'' if b[k]['reached'] else '(miss)'}"
+                                 for k in ("ft", "ga_ft", "salun", "ssd", "alignment_only", "all_pareto")), flush=True)
     # A target the model does not recognise before unlearning (zero-shot accuracy < 50 % on the validation half)
     # cannot be "forgotten": such targets are listed but not counted in any claim.
     excluded = [r for r in runs if r["before"]["forget1"] < 0.5]
     allr = [r for r in runs if r["before"]["forget1"] >= 0.5]
+    if not allr:
+        raise SystemExit("slug reproduce: no CLIP seed recognises any forget target (zero-shot accuracy ≥ 50 % before "
+                         "unlearning), so there is nothing to forget; train the CLIP longer (SLUG_CLIP_CONFIG)")
     dig = [r for r in allr if r["target_kind"] == "digit"]
     if excluded:
         rep.reported("Targets not counted: zero-shot accuracy on the target before unlearning < 50 %", "—",
-                     ", ".join(f"{r['target_kind']} {r['target']} ({r['before']['forget1']:.0%})" for r in excluded))
+                     ", ".join(f"{r['target_kind']} {r['target']} (seed {r['clip_seed']}: {r['before']['forget1']:.0%})"
+                               for r in excluded))
+    if failed:
+        rep.reported("Targets on which SLUG's step search reached no forget target (counted as misses in claim 1)", "—",
+                     "; ".join(f"{f['target_kind']} {f['target']} (seed {f['clip_seed']}): {f['reason']}" for f in failed))
 
     def mean(xs):
         return float(np.mean(xs)) if xs else float("nan")
@@ -123,9 +156,11 @@ def main():
     rep.claim("Tiny CLIP: forget accuracy ≤ 5 % with retain zero-shot accuracy drop ≤ 5 points (mean over targets; "
               "layer and step chosen on the validation half of the held-out images, accuracy read on the test half)",
               "ViT-B/32: FA@1 0.00, CelebA-100 58.3 vs 61.4 original (Table 1)",
-              f"{len(allr)} targets: mean FA {mean(fa):.1%} (max {max(fa):.1%}); retain drop {mean(drop):.1f} points "
-              f"(max {max(drop):.1f}); utility drop {mean(util):.1f} points",
-              mean(fa) <= 0.05 and mean(drop) <= 5.0)
+              f"{len(allr)} target runs over {len(seeds)} CLIP seeds: mean FA {mean(fa):.1%} (max {max(fa):.1%}); retain "
+              f"drop {mean(drop):.1f} points (max {max(drop):.1f}); utility drop {mean(util):.1f} points; per seed: "
+              f"FA {by_seed(allr, [100 * x for x in fa])} %, retain drop {by_seed(allr, drop)}"
+              + (f"; {len(failed)} target run(s) where the search failed" if failed else ""),
+              mean(fa) <= 0.05 and mean(drop) <= 5.0 and not failed)
     ga = [_baseline(r, "ga") for r in allr]
     gap = [100 * (T(r["after"], "retain") - T(g, "retain")) for r, g in zip(allr, ga)]
     ga_fa = [T(g, "forget1") for g in ga]
@@ -137,7 +172,7 @@ def main():
               "they do not, they have no operating point at that forget accuracy and SLUG, which reaches it, is "
               "ahead)",
               "TA_CA@1 58.32 (SLUG) vs 24.92 (GA), Table 1",
-              f"SLUG − GA retain = {mean(gap):.1f} points (GA reached the target on {sum(g['reached'] for g in ga)}/{len(ga)}, "
+              f"SLUG − GA retain = {mean(gap):.1f} points (per seed {by_seed(allr, gap)}; GA reached the target on {sum(g['reached'] for g in ga)}/{len(ga)}, "
               f"mean GA FA {mean(ga_fa):.1%}, mean {mean([g['steps'] for g in ga]):.0f} AdamW steps); "
               + "; ".join(f"SLUG − {BASELINE_SHORT[k]} = {_fmt_gap(v)}" for k, v in peers.items())
               + f"; SLUG's gradient examples = {ex_ratio:.2f}× GA's",
@@ -151,8 +186,9 @@ def main():
     rep.claim("The Pareto-chosen layer keeps ≥ 3 points more retain accuracy than random layers (same search, mean over "
               f"{p['n_random']} random layers per target) and than the importance-only layer (spec claim 2)",
               "Table 4 ablation: Pareto > importance-only, alignment-only, random layer",
-              f"SLUG − random = {mean(g_r):.1f} points (random layers reached the target {reached_r[0]}/{reached_r[1]}); "
-              f"SLUG − importance-only = {mean(g_i):.1f} points",
+              f"SLUG − random = {mean(g_r):.1f} points (per seed {by_seed(allr, g_r)}; random layers reached the target "
+              f"{reached_r[0]}/{reached_r[1]}); SLUG − importance-only = {mean(g_i):.1f} points (per seed "
+              f"{by_seed(allr, g_i)})",
               mean(g_r) >= 3.0 and mean(g_i) >= 3.0)
     abl = {k: paired_gap(allr, k) for k in ("alignment_only", "all_pareto")}
     rep.reported("Layer-selection ablation beyond the spec's claim (paper Table 4): the Pareto-chosen layer vs the "
@@ -181,12 +217,13 @@ def main():
               f"SLUG: {ex_s:.0f} gradient examples, {t_s:.2f} s gradients + {t_search:.1f} s search (chosen layer), "
               f"{mem_s:.1f} MiB extra state; GA: {ex_g:.0f} gradient examples, {t_g:.2f} s updates, {mem_g:.1f} MiB",
               mem_s < mem_g)
-    g = grid_check(allr[0], p)
+    with routed_clip(clip_config(allr[0]["clip_seed"])):
+        g = grid_check(allr[0], p)
     tol = max(g["interval"], g["spacing"]) * 1.0001
     ok = g["r_grid"] is not None and abs(g["r_grid"] - g["r_search"]) <= tol
     rep.claim("Binary search: returned step within one bisection interval of the smallest fine-grid step reaching the target",
               "Acceptance 7 (spec)",
-              f"{allr[0]['target']}: search r = {g['r_search']:.4g}, last miss below {g['r_below']:.4g}, "
+              f"{allr[0]['target']} (CLIP seed {allr[0]['clip_seed']}): search r = {g['r_search']:.4g}, last miss below {g['r_below']:.4g}, "
               f"grid minimum {g['r_grid'] if g['r_grid'] is None else format(g['r_grid'], '.4g')} (grid spacing "
               f"{g['spacing']:.2g}, tolerance {tol:.2g})", ok)
     t2i_claim(rep)
@@ -194,12 +231,12 @@ def main():
     rep.figure(plots.layer_scatter(dig[0] if dig else allr[0]), "pareto", f"Layer importance vs alignment for forgetting "
                f"'{(dig[0] if dig else allr[0])['target']}'; Pareto front in blue, chosen layer starred.")
     rep.figure(plots.search_trace(dig[0] if dig else allr[0]), "search", "Step-size binary search on each Pareto layer.")
-    rep.figure(summary_figure(allr), "retain", "Retain accuracy per forgotten concept on the test half, each method stopped at the "
-               "forget target on the validation half (SalUn and SSD: see the baselines table for where they reach it).")
-    rows = ["| target | layer | r | FA before → after | retain before → after | utility before → after | GA retain (FA) | random | importance-only |",
-            "|---|---|---|---|---|---|---|---|---|"]
+    rep.figure(summary_figure(allr), "retain", "Retain accuracy per forgotten concept on the test half (mean over the CLIP "
+               "seeds on which the target is counted), each method stopped at the forget target on the validation half (SalUn and SSD: see the baselines table for where they reach it).")
+    rows = ["| seed | target | layer | r | FA before → after | retain before → after | utility before → after | GA retain (FA) | random | importance-only |",
+            "|---|---|---|---|---|---|---|---|---|---|"]
     for r, gb, rb, ib in zip(allr, ga, rnd, imp):
-        rows.append(f"| {r['target_kind']} {r['target']} | `{r['chosen']}` | {r['rel_step']:.3g} | "
+        rows.append(f"| {r['clip_seed']} | {r['target_kind']} {r['target']} | `{r['chosen']}` | {r['rel_step']:.3g} | "
                     f"{T(r['before'], 'forget1'):.0%} → {T(r['after'], 'forget1'):.0%} | {T(r['before'], 'retain'):.1%} → "
                     f"{T(r['after'], 'retain'):.1%} | {r['before']['utility']:.1%} → {r['after']['utility']:.1%} | "
                     f"{T(gb, 'retain'):.1%} ({T(gb, 'forget1'):.0%}) | {T(rb, 'retain'):.1%} ({rb['n_reached']}/{rb['n']}) | "
@@ -207,10 +244,12 @@ def main():
     rep.figure(baselines_figure(allr), "baselines", "Every method's mean forget and retain accuracy on the test half "
                "(each stopped at the forget target on the validation half, or at its budget).")
     rep.section("## Baselines\n\n" + baseline_table(allr))
-    model = f"zoo CLIP config overrides {json.dumps(cfg)}" if cfg else "the zoo's default tiny CLIP"
-    rep.section(f"## Per target\n\nModel: {model}; its zero-shot accuracy: "
-                + ", ".join(f"{k} {v:.1%}" for k, v in (meta.get("metrics") or {}).items() if k != "final_loss")
-                + f". Forget target: top-1 ≤ 5 % on the validation half (which chooses layer, step and the baselines' "
+    models = "; ".join(
+        f"seed {s}: " + (f"zoo CLIP config overrides {json.dumps(clip_config(s))}" if clip_config(s) else
+                         "the zoo's default (released) tiny CLIP") + ", zero-shot "
+        + ", ".join(f"{k} {v:.1%}" for k, v in (metas[s].get("metrics") or {}).items() if k != "final_loss")
+        for s in seeds)
+    rep.section(f"## Per target\n\nModels ({len(seeds)} CLIP training seeds, one recipe): {models}. Forget target: top-1 ≤ 5 % on the validation half (which chooses layer, step and the baselines' "
                 "stopping points); the table shows the held-out test half. Baselines at matched forget accuracy. Measured in "
                 f"{time.perf_counter() - t0:.0f} s.\n\n" + "\n".join(rows))
     return rep.write()
@@ -220,6 +259,13 @@ BASELINES = ("ga", "ft", "ga_ft", "salun", "ssd", "random_layer", "importance_on
 BASELINE_SHORT = {"ga": "GA", "ft": "FT", "ga_ft": "GA+FT", "salun": "SalUn", "ssd": "SSD",
                   "random_layer": "random layer", "importance_only": "importance-only",
                   "alignment_only": "alignment-only", "all_pareto": "all Pareto layers"}
+
+
+def by_seed(runs: list[dict], values: list[float]) -> str:
+    """Per-CLIP-seed means of ``values`` (one per run) and their standard deviation across seeds: "a / b / c (sd s)"."""
+    seeds = sorted({r["clip_seed"] for r in runs})
+    m = [float(np.mean([v for r, v in zip(runs, values) if r["clip_seed"] == s])) for s in seeds]
+    return " / ".join(f"{x:.1f}" for x in m) + (f" (sd {np.std(m, ddof=1):.1f})" if len(m) > 1 else "")
 
 
 def _baseline(r: dict, kind: str) -> dict:
@@ -331,15 +377,22 @@ def t2i_claim(rep):
 def summary_figure(runs):
     from engines.common import figures
 
-    labels = [f"{r['target']}" for r in runs]
-    series = [("original", [r["before"]["test"]["retain"] for r in runs], "#9aa5b1"),
-              ("SLUG", [r["after"]["test"]["retain"] for r in runs], "#d9480f")]
+    groups: dict[str, list[dict]] = {}  # one group of bars per target: the mean over the seeds it is counted on
+    for r in runs:
+        groups.setdefault(r["target"], []).append(r)
+    labels = list(groups)
+
+    def per_target(get) -> list[float]:
+        return [float(np.mean([get(r) for r in g])) for g in groups.values()]
+
+    series = [("original", per_target(lambda r: r["before"]["test"]["retain"]), "#9aa5b1"),
+              ("SLUG", per_target(lambda r: r["after"]["test"]["retain"]), "#d9480f")]
     for name, col in (("ga", "#495057"), ("salun", "#f08c00"), ("ssd", "#1098ad"), ("random_layer", "#7048e8"),
                       ("importance_only", "#12b886")):
-        series.append((BASELINE_SHORT[name], [_baseline(r, name)["test"]["retain"] for r in runs], col))
-    x = np.arange(len(runs))
+        series.append((BASELINE_SHORT[name], per_target(lambda r, k=name: _baseline(r, k)["test"]["retain"]), col))
+    x = np.arange(len(labels))
     w = 0.8 / len(series)
-    fig, ax = figures.subplots(figsize=(max(8, len(runs) * 0.9), 3.6))
+    fig, ax = figures.subplots(figsize=(max(8, len(labels) * 0.9), 3.6))
     for j, (lab, vals, col) in enumerate(series):
         ax.bar(x + (j - (len(series) - 1) / 2) * w, vals, w, label=lab, color=col)
     ax.set_xticks(x, labels, rotation=30, fontsize=8)
