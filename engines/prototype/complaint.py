@@ -50,7 +50,10 @@ _BE = (r"(?:'s|\s+(?:is|are|was|were|looks?|feels?|seems?|sits?|stands?|gets?|co
 _HEDGE = r"(?P<hedge>(?:a (?:little |tiny |wee )?bit|a little|a touch|a tad|slightly|somewhat|way|much|far|a lot|" \
          r"rather|really|very|just|quite|a good deal|way way)\s+)?"
 _AMOUNT = r"(?P<amount>[-+]?\d+(?:\.\d+)?\s*[a-z°\"%]*\s+)?"
-TOO = re.compile(_BE + r"\s*" + _HEDGE + _AMOUNT + r"too " + _ADJ + r"\b(?! to\b)")
+# eighth round: "too small to grip" (a purpose after "to" is still a complaint; "too close to the wall" is a
+# place), and an adverb of discomfort instead of "too" ("awkwardly low")
+TOO = re.compile(_BE + r"\s*" + _HEDGE + _AMOUNT + r"(?:too|uncomfortably|awkwardly|annoyingly|overly|excessively|"
+                 r"unpleasantly|impractically|ridiculously) " + _ADJ + r"\b(?! to (?:the|a|an|its|their|my|our|this|that)\b)")
 TOO_MUCH = re.compile(_BE + r"\s*(?P<verb>[a-z]+(?: (?:out|up|down|in|over|back|forward))?) " + _HEDGE + r"too much\b")
 # "the bench takes up too much space": the footprint is too big
 TAKES_UP = re.compile(r"\b(?:takes?|taking) up " + _HEDGE + r"too much (?:floor(?: space)?|space|room|desk|table)\b")
@@ -61,6 +64,10 @@ THAN_WANTED = re.compile(_BE + r"\s*" + _HEDGE + _AMOUNT + r"(?P<cmp>[a-z]+er) t
                          # than necessary": more than is right, so the amount the other way
                          r"(?:it|they|this|that)(?: really)? (?:should|ought to|needs? to|has to|have to)(?: be)?\b|"
                          r"(?:is |are )?(?:necessary|needed|required)\b)")
+# "5 cm more than the shelf allows", "wider than the shelf takes": over what a place allows, so the amount the other way
+# (eighth round)
+ALLOWS = re.compile(_BE + r"\s*" + _HEDGE + _AMOUNT + r"(?P<cmp>more|[a-z]+er) than (?:the |my |our |your |this |that )?"
+                    r"[a-z' ]{1,30}? (?:allows|permits|fits|takes|can take|has room for|leaves room for)\b")
 # "on the narrow side": too narrow
 ON_THE_SIDE = re.compile(_BE + r"\s*" + _HEDGE + r"on the " + _ADJ + r" side\b")
 # "the neck feels a bit short for the body": too short for it
@@ -103,7 +110,14 @@ def rewrite(clause: str) -> str:
             return m.group(0)
         return " " + (m.group("hedge") or "") + (m.group("amount") or "") + OPPOSITE[adj]
 
+    def allows(m):
+        adj = "far" if m.group("cmp") == "more" else BASE.get(m.group("cmp"))
+        if adj not in OPPOSITE:
+            return m.group(0)
+        return " " + (m.group("hedge") or "") + (m.group("amount") or "") + OPPOSITE[adj]
+
     out = TAKES_UP.sub(lambda m: " a smaller footprint", clause)
+    out = ALLOWS.sub(allows, out)
     out = THAN_WANTED.sub(than_wanted, out)
     out = ON_THE_SIDE.sub(lambda m: " " + (m.group("hedge") or "") + OPPOSITE[m.group("adj")]
                           if m.group("adj") in OPPOSITE else m.group(0), out)

@@ -46,10 +46,18 @@ UNSUPPORTED: dict[str, tuple[str, ...]] = {
                                                    "collapsible", "rotates", "spins", "tilting", "tilts", "tilt",
                                                    "adjusts", "gas lift", "mechanism", "hydraulic",
                                                    "flexible", "bendable", "bendy", "gooseneck", "poseable",
-                                                   "posable", "hinged", "hinge"),
+                                                   "posable", "hinged", "hinge",
+                                                   # eighth round: joints, parts that fold away, levers and knobs
+                                                   "jointed", "joint", "joints", "articulating", "folds", "folded",
+                                                   "fold-away", "foldaway", "fold-out", "lever", "levers", "knob",
+                                                   "knobs", "latch", "crank"),
     "thermal insulation (the model is geometry only)": ("insulated", "insulation", "insulating", "thermal",
                                                          "vacuum-insulated", "keeps drinks hot", "keeps it hot"),
     "brightness setting (the model is geometry only)": ("bright", "brighter", "brightness", "dimmer light"),
+    # eighth round: the colour of the light is no geometry either ("a cooler light, 5000 K")
+    "light colour setting (the model is geometry only)": ("warmer light", "warm light", "cooler light", "cool light",
+                                                          "warm white", "cool white", "daylight", "colour temperature",
+                                                          "color temperature", "kelvin"),
     # seventh round: the outline of a round or boxy part is fixed by its model program
     "cross-section shape setting": ("square", "squared", "rectangular", "hexagonal", "octagonal", "triangular", "oval",
                                     "elliptical", "faceted", "cross-section", "cross section"),
@@ -63,7 +71,13 @@ UNSUPPORTED: dict[str, tuple[str, ...]] = {
     "drawer": ("drawer", "drawers"), "clip or mount": ("clip", "clamp", "bracket", "mount", "mounting"), "handle": ("handle", "handles"), "armrests": ("armrest", "armrests"),
     "backrest": ("backrest", "back rest"), "label": ("label", "sticker"),
     "feet pads": ("pad", "pads", "glides", "felt pad", "felt pads", "felt"),
-    "holes or cut-outs": ("hole", "holes", "perforated", "perforations", "vent", "vents", "ventilation", "ventilated"),
+    "holes or cut-outs": ("hole", "holes", "perforated", "perforations", "vent", "vents", "ventilation", "ventilated",
+                          "cut-out", "cut-outs", "cutout", "cutouts", "slot", "slots", "notch", "notches"),
+    # eighth round: small added features of a part — ledges, pockets, printed or moulded marks
+    "ledge or shelf": ("ledge", "ledges", "shelf", "shelves"),
+    "pocket": ("pocket", "pockets", "pouch", "pouches"),
+    "markings": ("markings", "marks", "measuring marks", "measure marks", "scale marks", "gradations", "graduated",
+                 "graduations", "tick marks", "measuring scale"),
 }
 # Kinds of request whose words describe what a part does or looks like, never a part compounded with a part the
 # product has ("the legs fold up" asks for folding; "a thicker seat cushion" is the seat).
@@ -75,6 +89,8 @@ PLACE_EDGE = re.compile(r"^(?!.*\b(?:round|rounded|rounder|soft|softer|soften|sh
                         r"bevel|fillet))(?=.*\b(?:top|bottom|upper|lower|outer|inner|front|back|rear) edges?\b|"
                         # seventh round: a span "edge to edge" measures across the part, it names no edge
                         r".*\bedge to edge\b)")
+# A colour temperature in kelvin ("5000 K", "3000k") names the light's colour (eighth round)
+KELVIN = re.compile(r"(?<![\w.])\d{4,5}\s?k\b|\bkelvin\b")
 COUNT_WORDS = r"(?:second|another|extra|additional|2nd|a pair of|two|three|four|five|six|\d+)"
 
 ADD_VERB = re.compile(r"\b(?:add|adding|attach|attaching|fit|install|include|integrate|mount|get(?= an? )|"
@@ -121,4 +137,6 @@ def added_part(clause: str) -> str | None:
     if not rest or NOT_A_PART.match(rest):
         return None
     part = rest[:END_OF_PART.search(rest).start()].strip()
+    # eighth round: "could the shade get a height of 24 cm": an attribute's noun with its amount is a value, not a part
+    part = re.sub(r"\s+of\s+(?:about |around |roughly )?[-+]?\d.*$", "", part)
     return part or None

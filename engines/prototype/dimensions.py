@@ -19,7 +19,9 @@ DIMENSION_WORDS = {"high": ("height", "size"), "tall": ("height", "size"), "heig
                    "lengthen": ("height", "size"), "up": ("height",), "down": ("height",),
                    "across": ("width", "radius", "thickness"),
                    # seventh round: a span from one edge or side to the other is a width, or a round part's diameter
-                   "edge to edge": ("width", "radius"), "side to side": ("width", "radius")}
+                   "edge to edge": ("width", "radius"), "side to side": ("width", "radius"),
+                   # eighth round: a part's lean is its angle, its bow its curve
+                   "lean": ("tilt", "splay"), "bow": ("curvature",)}
 # Measures taken across a round part are its diameter: half of it is the radius ("38 cm across", "Ø 30 cm").
 DIAMETER = re.compile(r"\b(?:diameter|across|edge to edge|rim to rim)\b")
 # A comparative adjective names the dimension it compares ("legs 10% slimmer": their thickness; "a fatter
@@ -64,17 +66,19 @@ WIDTH_OF = {w: ("width", "radius") for w in ("wide", "wider", "widen", "narrow",
 # Words that name an overall dimension of the whole product.
 OVERALL = re.compile(r"\b(overall|whole|entire|in total|total|altogether|all in all|outside dimensions?|"
                      r"footprint|floor space|spread (?:over|across|out over)|"
+                     # eighth round: "30 cm in all" (a length of the whole)
+                     r"in all(?![\w ]*[a-z])|take up (?:any )?more (?:floor|space|room)|"
                      # seventh round: "at its widest the stool is 45 cm" (the widest extent is the whole's)
                      r"at (?:its|their|the) (?:widest|broadest|tallest|highest|deepest)(?: point)?)\b")
 # A measurement's span names its dimension (and its words are no component: "front to back" is no backrest).
 # (seventh round: "floor to top of backrest", "bottom to top": from the product's foot to the top of a part)
-SPANS = {"height": r"\b(?:from )?(?:the )?(?:table|floor|ground|base|bottom|foot) to (?:the )?(?:very )?top\b"
+SPANS = {"height": r"\b(?:from )?(?:the )?(?:table|floor|ground|base|bottom|foot) to (?:the )?(?:very )?(?:top|cap|tip|lid)\b"
                    r"(?: of (?:the |its )?[a-z]+)?|\btop to bottom\b",
          "depth": r"\b(?:from )?front to (?:the )?back\b|\bback to front\b", "width": r"\bside to side\b"}
 OVERALL_DIM = {"height": r"\b(tall|taller|tallest|high|higher|highest|height|short|shorter|low|lower|raise|lift|drop|"
                          r"from (?:the )?(?:table|floor|ground))\b",
                "width": r"\b(wide|wider|widest|widen|width|narrow|narrower|broad|broader|broadest|broaden|slim|slimmer|footprint|"
-                        r"floor space|diameter|spread)\b",
+                        r"floor space|diameter|spread|take up (?:any )?more (?:floor|space|room))\b",
                "depth": r"\b(deep|deeper|deepest|depth|shallow|shallower)\b",
                "capacity": r"\b(capacity|volume|hold|holds|holding|amount|ml|litres?|liters?|millilitres?|liquid|"
                            r"fluid|contents)\b"}

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-from .precision import NUMBER, UNITS, WORD_NUMBERS, Quantity, quantity, spell_out  # noqa: F401  (re-exported)
+from .precision import CHANGE_VERB, NUMBER, UNITS, WORD_NUMBERS, Quantity, quantity, spell_out  # noqa: F401  (re-exported)
 from .coverage import COUNT_WORDS, UNSUPPORTED  # noqa: F401  (re-exported)
 from .scope import KEEP, KEEP_LEAD, is_keep  # noqa: F401  (re-exported)
 from .intensity import HEDGES, MAGNITUDES, find_phrase, magnitude  # noqa: F401  (re-exported)
@@ -30,7 +30,7 @@ ADD = re.compile(r"\b(add|attach|give|put|include|fit|want|like|need|have|with|b
 REMOVE = re.compile(r"\b(remove|take off|take away|get rid of|drop|delete|lose|ditch|without|no)\b")
 
 SPLIT = re.compile(r"\s*(?:[,;!?]|:(?!\s*[-−+]?\d)|\.(?!\d)|\bbut\b|\band then\b|\band\b(?! a half)(?! no (?:more|less)\b)|\bwhile\b|\bplus\b(?!\s*\d)|\balso\b|\bthen\b|"
-                   r"(?<=\w)(?= with\b(?! (?:the |its |their )?same\b)))\s*")
+                   r"(?<=\w)(?= with\b(?! (?:the |its |their )?same\b)(?! (?:it|them)\s*(?:$|[,;.!?]))))\s*")
 
 STOPWORDS = set("""a an the it its it's this that these those of to for on in at with by from please make
     let can could would you i we me my our be is are was were been get got give them they their there
@@ -39,6 +39,7 @@ STOPWORDS = set("""a an the it its it's this that these those of to for on in at
 
 def normalise(text: str) -> str:
     t = text.lower().replace("’", "'").replace("–", "-")
+    t = re.sub(r"\s*[ø⌀]\s*(?=\d)", " diameter ", t)  # "a base of Ø 24 cm": the diameter sign (eighth round)
     return re.sub(r"\s+", " ", t).strip()
 
 
@@ -58,7 +59,14 @@ PHRASAL = [(re.compile(r"\bbring (the [\w' ]{1,30}?) in\b"), r"narrow \1"),
                        r"[a-z°]*)\s+out\b"), r"\1 out \2"),
            (re.compile(r"\btake (the [\w' ]{1,30}?) off\b"), r"take off \1"),  # "take the footrest off": removal
            # "a footrest-less stool": a part named with the suffix "-less" is left out
-           (re.compile(r"\b([a-z]{3,})-less\b"), r"without \1")]
+           (re.compile(r"\b([a-z]{3,})-less\b"), r"without \1"),
+           # eighth round: a tripod stands on three legs
+           (re.compile(r"\btripod\b"), "three-legged")]
+
+
+# "… too low for kids at the counter": who a change is for says nothing about the model (eighth round)
+PURPOSE = re.compile(r"\s+for (?:people|users|someone|somebody|anyone|kids|children|adults|folks|guests|sitters|those|"
+                     r"whoever)\b(?: [a-z'-]+){0,4}(?=\s*(?:$|[,;.!?]))")
 
 
 # "raise both the seat and the footrest by 5 cm": the verb and the amount go with each of the two parts.
@@ -67,11 +75,27 @@ BOTH = re.compile(r"(?P<verb>(?:^|(?<=[,;]))[^,;]*?)\bboth (?P<a>(?:the |its )?[
                   r"(?P<rest>[^,;]*)")
 
 
+# eighth round: "legs and seat each 5 mm thicker" (the parts first, then "both" / "each" and the edit), and
+# "lengthen the body and the neck by 1 cm each" (the amount shared by "each")
+BOTH_AFTER = re.compile(r"(?P<verb>(?:^|(?<=[,;]))\s*)(?P<a>(?:the |its )?[a-z]+) and (?P<b>(?:the |its )?[a-z]+) "
+                        r"(?:both|each) (?P<rest>[^,;]+)")
+EACH = re.compile(r"(?P<verb>(?:^|(?<=[,;]))[^,;]*?)\b(?P<a>(?:the|its|their) [a-z]+) and (?P<b>(?:the|its|their) [a-z]+) "
+                  r"(?P<rest>(?:by |up |down )?[^,;]*?\d[^,;]*?) each\b")
+
+
 def _both(text: str) -> str:
     def dist(m):
         verb, rest = m.group("verb").strip(), m.group("rest").rstrip()
         return " and ".join(" ".join(f"{verb} {p}{rest}".split()) for p in (m.group("a"), m.group("b")))
-    return BOTH.sub(dist, text)
+
+    def dist_after(m):
+        rest = " " + m.group("rest").rstrip()
+        return m.group("verb") + " and ".join(" ".join(f"{p}{rest}".split()) for p in (m.group("a"), m.group("b")))
+
+    def dist_each(m):
+        verb, rest = m.group("verb").strip(), " " + m.group("rest").strip()
+        return " and ".join(" ".join(f"{verb} {p}{rest}".split()) for p in (m.group("a"), m.group("b")))
+    return EACH.sub(dist_each, BOTH_AFTER.sub(dist_after, BOTH.sub(dist, text)))
 
 
 # "bottom of the shade: radius down by 1 cm": a heading before a colon names the part (and the place on it) that what
@@ -89,16 +113,26 @@ def _headings(text: str) -> str:
     return HEADING.sub(join, text)
 
 
+# "47 cm wide x 43 cm deep": two measures of one part, each its own clause (eighth round)
+BY_MEASURE = re.compile(r"(\d(?:\.\d+)?\s*[a-z°\"]*\s+(?:wide|tall|high|deep|long|thick|across))\s+(?:by|x|×)\s+(?=\d)")
+# "reduce the base 1 cm in radius and 5 mm in height": an amount in a measure alone shares the verb of change before it
+AMOUNT_IN = re.compile(r"[-+]?\d+(?:\.\d+)?\s*[a-z°\"]*\s+in (?:height|width|depth|radius|diameter|thickness|length)")
+
+
 def clauses(text: str) -> list[str]:
     """Split an instruction into edit clauses ("taller and more reclined, keep the seat"); a trailing
     "without touching X" / "keep X" becomes a clause of its own; "X included" / "including X" makes a measure
     overall; "by the same amount" repeats the previous clause's amount."""
     out = []
-    for p in SPLIT.split(_both(INCLUDED.sub(" overall ", _headings(normalise(text))))):
+    text = _headings(PURPOSE.sub("", normalise(text)))
+    for p in SPLIT.split(BY_MEASURE.sub(r"\1, ", _both(INCLUDED.sub(" overall ", text)))):
         p = p.strip()
         if out and SPAN_ONLY.fullmatch(p):  # "…, floor to top of backrest": how the previous measure is taken
             out[-1] = f"{out[-1]} {p}"
             continue
+        if out and AMOUNT_IN.fullmatch(p) and (v := re.match(r"[a-z]+", out[-1])) and CHANGE_VERB.fullmatch(v.group(0)) \
+                and AMOUNT_IN.search(out[-1]):
+            p = f"{v.group(0)} {p}"  # "…, 5 mm in height": reduced too
         for pat, sub in PHRASAL:
             p = pat.sub(sub, p)
         m = KEEP_LEAD.search(p)

@@ -41,6 +41,11 @@ STATEMENT = re.compile(r"\b(is|are|looks?|feels?|seems?|sits?|wobbles|tips over)
 # Plain adjectives of size that describe a state, not a change, after a statement verb ("it sits high").
 ADJECTIVE_STATES = ("high", "low", "tall", "short", "wide", "narrow", "deep", "shallow", "thick", "thin", "big", "small",
                     "long", "large", "broad", "slim", "fat", "chunky", "skinny")
+# "armrests which are 35 cm above the seat": a measured state in a relative clause describes the part wanted
+# (eighth round)
+WANTED_STATE = re.compile(r"\b(?:that|which) (?:is|are|sits?|stands?|reach(?:es)?|rises?)\b")
+# an amount alone ("…, 0.5 mm")
+AMOUNT_ONLY = re.compile(r"(?:about |around |roughly |just |only )?[-+]?\d+(?:\.\d+)?\s*[a-z°\"]*")
 IMPERATIVE = re.compile(r"\b(should|needs?|want|make|be|please|could|can)\b")
 TAU_COMPONENT = 0.45  # minimum cosine similarity for an embedding-resolved component
 TAU_OPERATION = 0.55
@@ -72,6 +77,7 @@ class InterfaceMapper:
         self.der = derived_attrs(spec)
         from .domains import get_domain
 
+        self.defaults = get_domain(spec["domain"]).defaults()
         self.product_names = {w for w in get_domain(spec["domain"]).title.lower().split()} - {"table", "bar"} | \
             {get_domain(spec["domain"]).title.lower(), spec["domain"]}
 
@@ -244,9 +250,12 @@ class InterfaceMapper:
         forms = {phrase, phrase[:-1] if phrase.endswith("s") else phrase + "s"}
         return any(_word_in(f, o) for f in forms for o in own)
 
-    def _unsupported(self, cl: str) -> str | None:
-        """A setting or part this product's model does not have, named in the clause ("wings", "colour")."""
+    def _unsupported(self, cl: str, ahead: bool = False) -> str | None:
+        """A setting or part this product's model does not have, named in the clause ("wings", "colour"). ``ahead``:
+        the clause is an adjective of a list whose noun comes later ("a smoother, taller neck")."""
         edited = L.polarity(cl) is not None or L.quantity(cl) is not None
+        if coverage.KELVIN.search(cl):
+            return "light colour setting (the model is geometry only)"  # "about 5000 K" (eighth round)
         for what, words in coverage.UNSUPPORTED.items():
             for w in words:
                 if w in ("edge", "edges") and coverage.PLACE_EDGE.search(cl):
@@ -268,8 +277,9 @@ class InterfaceMapper:
         part = coverage.bare_part(cl)
         if part and not edited and not self._operation(cl, None) and not self._macro_lexical(cl) \
                 and not self._covered(part.split()[-1]) and not any(_word_in(n, part) for n in self.product_names) \
-                and not self._near_component(part):
-            return part  # "… and a USB port in the base": a noun phrase alone asks for the thing
+                and not self._near_component(part) and not (ahead and re.fullmatch(r"[a-z]+er", part)):
+            return part  # "… and a USB port in the base": a noun phrase alone asks for the thing (not a comparative
+            # before the list's noun: "a smoother, taller neck" — eighth round)
         return None
 
     def _fixed_part_removed(self, cl: str) -> str | None:
@@ -321,7 +331,8 @@ class InterfaceMapper:
         other_dims = [w for w in re.findall(r"[a-z]+", cl)
                       if w in ("radius", "diameter", "wide", "width", "thick", "thickness", "across", "deep", "depth")]
         if q is not None and not L.is_keep(cl) and not other_dims:  # (a radius at the top is the radius)
-            top = position.top_of(cl, {k: v.get("description", "") for k, v in self.der.items()}, dict(self.syn))
+            top = position.top_of(cl, {k: v.get("description", "") for k, v in self.der.items()}, dict(self.syn),
+                                  self.product_names)
             if top:  # "92 cm to the top of the backrest": the overall height
                 return top
         if dim is None and q is not None and q.unit == "cm" and not q.ratio and OVERALL.search(cl) \
@@ -375,12 +386,35 @@ class InterfaceMapper:
             return Adjust(target=target, dir=d, amount=q.value * half, unit=u, said=cl)
         return SetOp(target=target, value=q.value * half, said=cl)
 
+    def _kept_pairs(self, cl: str) -> list[str]:
+        """"without the lamp getting any taller or the shade any shorter": each "<thing> any <comparative>" of a
+        negated change keeps that thing's dimension — the product's overall one, or the part's (eighth round)."""
+        pairs = re.findall(r"\b(?:the |its )?([a-z]+)(?:'s)?(?: (?:getting|gets|get|becoming|growing|going|ending up))? "
+                           r"any (" + scope.COMPARATIVES + r")\b", cl)
+        syn, out = dict(self.syn), []
+        for word, cmp in pairs:
+            if word in self.product_names:
+                dim = next((f"overall.{d}" for d, pat in OVERALL_DIM.items()
+                            if f"overall.{d}" in self.der and re.search(pat, cmp)), None)
+            else:
+                c = syn.get(word) or syn.get(word.rstrip("s"))
+                dim = next((p for a in COMPARATIVE_OF.get(cmp, ()) for p, x in self.attrs.items()
+                            if c and x["component"] == c and x["attribute"] == a), None)
+            if dim is None:
+                return []
+            out.append(dim)
+        return out if len(out) > 1 else []
+
     def _keep_targets(self, cl: str, comps: list, context: dict) -> list[str]:
+        pairs = self._kept_pairs(cl)
+        if pairs:
+            return pairs
         own_top = position.part_top(cl, comps, {pid: (a["component"], a.get("description", ""))
                                                 for pid, a in self.attrs.items()})
         if own_top:  # "seat top unchanged": the seat's height (its description names the seat top)
             return [own_top]
-        top = position.top_of(cl, {k: v.get("description", "") for k, v in self.der.items()}, dict(self.syn))
+        top = position.top_of(cl, {k: v.get("description", "") for k, v in self.der.items()}, dict(self.syn),
+                                  self.product_names)
         if top:  # "keep the top of the backrest where it is": the chair's overall height
             return [top]
         ov = self._overall_target(cl, comps)
@@ -390,8 +424,13 @@ class InterfaceMapper:
             return ["overall"]
         dim_words = [w for w in re.findall(r"[a-z]+", cl) if w in DIMENSION_WORDS]
         out = []
-        for _, c in comps:
+        for s, c in comps:
             pid = self._named_attribute(cl, c) if dim_words else None
+            if pid is None and c == context.get("component"):
+                # "a thinner handle, but keep its loop as it is": a word for the part that is being edited,
+                # which one of its settings' descriptions names ("vertical span of the handle loop"), keeps that
+                # setting, not the whole part (eighth round)
+                pid = self._described(s, c)
             out.append(pid if pid and self.attrs[pid]["component"] == c else c)
         if not out and dim_words:
             c = context.get("component") or context.get("kept_component")
@@ -423,7 +462,7 @@ class InterfaceMapper:
         """An attribute named by its noun ("the walls", "the neck height"): of the named component, or of the
         only component that has it."""
         nouns = {"height", "width", "depth", "thickness", "radius", "tilt", "splay", "span", "curvature", "wall",
-                 "walls", "reach", "angle", "taper", "diameter", "length", "curve", "size"}
+                 "walls", "reach", "angle", "taper", "diameter", "length", "curve", "size", "lean", "bow"}
         words = re.findall(r"[a-z]+", cl)
         said = [w for w in words if w in nouns]
         places = position.qualifiers(words)  # "near its upper edge": the top
@@ -444,7 +483,11 @@ class InterfaceMapper:
             return qual[0]
         if comp is not None and not said and any(w in ("thick", "thicker", "thin", "thinner") for w in words) and \
                 not any(a["component"] == comp and a["attribute"] in ("thickness", "wall") for a in self.attrs.values()):
-            said = ["height"]  # a part without a thickness setting (a disc-like base or cap): its height
+            # a part without a thickness setting: a disc-like one (a base, a cap) is thin in its height, a slender round
+            # one (a bottle's neck) in its radius (eighth round)
+            r, h = f"{comp}.radius", f"{comp}.height"
+            slender = r in self.attrs and h in self.defaults and 2 * self.defaults.get(r, 0) < self.defaults[h]
+            said = ["radius"] if slender else ["height"]
         if not said:
             return None
         names = [DIMENSION_WORDS.get(w, (w,)) for w in said]
@@ -533,13 +576,20 @@ class InterfaceMapper:
         if context.get("keeping") and not L.is_keep(cl) and L.polarity(cl) is None and not L.quantity(cl) \
                 and (not self._operation(cl, None) or bare_noun) and not self._macro_lexical(cl) and (comps or bare_noun):
             cl = "keep " + cl  # "keep the overall height and the backrest", "same splay and thickness"
+        if not L.is_keep(cl) and (nm := re.search(r"\b(?:no|zero) ([a-z]+)(?: at all| whatsoever)?\b", cl)) \
+                and nm.group(1) in DIMENSION_WORDS and (c0 := comps[0][1] if comps else context.get("component")) \
+                and (pid := self._noun_attribute(nm.group(1), c0)) and self.attrs[pid]["kind"] == "float" \
+                and self.attrs[pid]["unit"] != "ratio":
+            out.ops.append(SetOp(target=pid, value=0.0, said=cl))  # "no splay at all on the legs": none (eighth round)
+            out.trace.append(f"“{cl}” → set {pid} 0 (none of it)")
+            return
         if not L.is_keep(cl) and (o := self._ratio_between(cl) or self._ratio_toward(cl, comps)) is not None:
             out.ops.append(o)
             out.trace.append(f"“{cl}” → {o.op} {o.target} (a ratio of two positions)")
             return
         if not L.is_keep(cl):
             context["keeping"] = False
-            what = self._unsupported(cl)
+            what = self._unsupported(cl, ahead=bool(comps) and comps[0][0] == "" and context.get("ahead") == comps[0][1])
             if what:
                 out.ops.append(UnsupportedOp(what=what, said=cl))
                 out.trace.append(f"“{cl}” → unsupported: {what}")
@@ -568,6 +618,15 @@ class InterfaceMapper:
         if not comps and not L.is_keep(cl) and L.quantity(cl) is not None and (lit := self._literal_attribute(cl)) \
                 and not (context.get("component") and self._noun_attribute(cl, context["component"])):
             comps = [("", self.attrs[lit]["component"])]  # "height 12 cm, reach 3.5 cm" on a mug: the body's height
+        if not comps and not context.get("component") and not L.is_keep(cl) and AMOUNT_ONLY.fullmatch(L.spell_out(cl)) \
+                and out.ops \
+                and isinstance(out.ops[-1], Adjust) and out.ops[-1].amount is None and out.ops[-1].target in self.attrs \
+                and (q0 := L.quantity(cl)) is not None and not q0.relative and not q0.ratio \
+                and q0.unit == self.attrs[out.ops[-1].target]["unit"]:
+            last = out.ops.pop()  # "thinner walls, 0.5 mm": the amount after an edit without one (eighth round)
+            out.ops.append(SetOp(target=last.target, value=q0.value, said=f"{last.said}, {cl}"))
+            out.trace.append(f"“{cl}” → set {last.target} (the amount of the edit before)")
+            return
         if comps and not L.is_keep(cl):
             context["component"] = comps[0][1]
         elif not comps and context.get("component"):
@@ -577,7 +636,11 @@ class InterfaceMapper:
                 comps = [("", self.attrs[other]["component"])]
             elif q is not None and not q.relative and out.ops and isinstance(out.ops[-1], (Adjust, SetOp)) \
                     and not self._operation(cl, None) and not self._noun_attribute(cl, context["component"]) \
-                    and not self.AMOUNT_DIMENSION.search(L.spell_out(cl)):
+                    and not self.AMOUNT_DIMENSION.search(L.spell_out(cl)) \
+                    and not self._own_name(cl, context["component"]) \
+                    and (q.unit is None or out.ops[-1].target not in self.attrs
+                         or q.unit == self.attrs[out.ops[-1].target]["unit"]):
+                # (eighth round: not "…, splayed at 6°" — its own attribute, named by its participle or its unit)
                 # "lower the seat to counter height, 60 cm" (not "neck 6 cm tall and 3 cm across": its own measure)
                 last = out.ops.pop()
                 if isinstance(last, Adjust) and last.amount is None and not q.ratio and q.value > 0 \
@@ -597,7 +660,8 @@ class InterfaceMapper:
                 # pronoun or ellipsis: the last named component ("armrests please, 28 cm high": the armrests' height)
                 comps = [("", context["component"])]
         if not L.is_keep(cl) and STATEMENT.search(cl) and not IMPERATIVE.search(cl) and not self._macro_lexical(cl) \
-                and self._states(cl):  # "the seat is way too low, raise it", "the seat sits a bit high": context
+                and self._states(cl) and not (L.quantity(cl) is not None and WANTED_STATE.search(cl)):
+            # "the seat is way too low, raise it", "the seat sits a bit high": context
             out.trace.append(f"“{cl}” → statement (context only)")
             return
         if L.is_keep(cl):
@@ -693,6 +757,11 @@ class InterfaceMapper:
             if pid is not None and q.unit and not q.ratio and self.attrs[pid]["unit"] == "count" and \
                     (byw := self._attribute_by_words(cl, comp)) and self.attrs[byw[0]]["unit"] == q.unit:
                 pid = byw[0]  # "the legs could be 5 mm slimmer": the comparative's dimension, not the count
+            if pid is not None and q.unit and not q.ratio and self.attrs[pid]["unit"] == "count":
+                # "a 7° lean on the legs": an amount in a unit is never a count — the part's only
+                # attribute measured in that unit (eighth round)
+                same = [p for p, a in self.attrs.items() if a["component"] == comp and a["unit"] == q.unit]
+                pid = same[0] if len(same) == 1 else pid
             if pid is not None and q.unit and not q.ratio and self.attrs[pid]["unit"] not in (q.unit, "count"):
                 # "raise the backrest to 15 degrees": the unit said names the part's only attribute measured in it
                 same = [p for p, a in self.attrs.items() if a["component"] == comp and a["unit"] == q.unit]
@@ -706,6 +775,9 @@ class InterfaceMapper:
                     and last.target in self.attrs and self.attrs[last.target]["component"] == comp and q.relative \
                     and not q.ratio and q.unit == self.attrs[last.target]["unit"]:
                 pid = last.target  # "the seat is wider than it needs to be, take 4 cm off": the width (seventh round)
+            if pid is None and (dsc := next((d for s_, c_ in comps if c_ == comp and (d := self._described(s_, comp))),
+                                            None)) and (q.ratio or q.unit in (None, self.attrs[dsc]["unit"])):
+                pid = dsc  # "the handle's loop at 6.5 cm": the setting the word for the part describes (eighth round)
             floats = [p for p, a in self.attrs.items() if a["component"] == comp and a["kind"] == "float"]
             if pid is None and len(floats) == 1 and (q.ratio or q.unit in (None, self.attrs[floats[0]]["unit"])):
                 pid = floats[0]  # "grow the cap by a third": the cap has one measure (seventh round)
@@ -839,17 +911,21 @@ class InterfaceMapper:
     def _bare_mention(self, cl: str) -> bool:
         """A clause that only names parts or an overall dimension, with no edit of its own (no direction, amount,
         operation word, intent, addition or removal): before a keep clause it is one of the kept things."""
+        cl = re.sub(r"^with ", "", cl)  # "…, with the lamp's overall height and the base radius left alone" (eighth round)
         if L.is_keep(cl) or L.polarity(cl) is not None or L.quantity(cl) is not None or self._operation(cl, None) \
                 or self._macro_lexical(cl) or L.ADD.search(cl) or L.REMOVE.search(cl) or self._unsupported(cl):
             return False
         names = {w for s, _ in self.syn for w in re.findall(r"[a-z]+", s)} | self.product_names | L.STOPWORDS | \
             {"height", "width", "depth", "thickness", "radius", "tilt", "splay", "curvature", "wall", "walls", "reach",
              "taper", "diameter", "length", "size", "capacity", "volume", "footprint", "overall", "whole", "total",
+             "lean", "bow", "angle",
              "entire", "both", "and", "or", "s", "top", "bottom"}
         if any(w not in names for w in re.findall(r"[a-z]+", cl)):
             return False  # "recline the backrest": an edit verb the vocabulary does not list
         comps = [c for s, c in self._components(cl) if not self._is_product(s)]
-        return bool(comps) or bool(OVERALL.search(cl) and self._dimension(cl))
+        # "…, its height and bow stay as they are": attribute nouns alone, of the part in context (eighth round)
+        nouns = [w for w in re.findall(r"[a-z]+", cl) if w in DIMENSION_WORDS and w not in L.STOPWORDS]
+        return bool(comps) or bool(OVERALL.search(cl) and self._dimension(cl)) or bool(nouns)
 
     @staticmethod
     def _direction(cl: str, op) -> str:
@@ -875,6 +951,12 @@ class InterfaceMapper:
 
     def map(self, text: str) -> Mapping:
         out, context = Mapping(), {}
+        # "a handleless mug": a part's name fused with "-less" is the part left out (eighth round; "handle-less" is
+        # the language's rule)
+        text = L.normalise(text)
+        for s in {s for s, _ in self.syn if re.fullmatch(r"[a-z]{3,}", s)}:
+            text = re.sub(rf"\b{s}less\b", f"without {s}", text)
+        text = self._radii(text)
         cls = complaint.read(L.clauses(text), self._same_part)  # "the shade is too wide": make it narrower
         for i, cl in enumerate(cls):
             context["ahead"] = None
@@ -892,9 +974,23 @@ class InterfaceMapper:
             pw = L.find_phrase(prev, L.POSITIVE + L.NEGATIVE)
             context["noun_first"] = bool(pc) and (pw is None or prev.find(pc[0][0]) < pw[1]) and \
                 not L.is_keep(prev)
+            if complaint.rewrite(cl) != cl and L.quantity(cl) is None:
+                # a complaint another clause answers with its own edit ("…too upright; recline it by 6°"):
+                # context only, never an edit of its own (eighth round)
+                out.trace.append(f"“{cl}” → complaint answered by another clause (context only)")
+                named = [c for s, c in self._components(cl) if not self._is_product(s)]
+                if named:
+                    context["component"] = named[0]  # what the answer's "it" refers to
+                continue
             if i + 1 < len(cls) and L.is_keep(cls[i + 1]) and self._bare_mention(cl):
-                cl = "keep " + cl  # "the overall height and the seat height both stay the same": a list of kept things
+                cl = "keep " + re.sub(r"^with ", "", cl)  # "the overall height and the seat height both stay the same"
             self.clause(cl, out, context)
+        restated = {o.target: o for o in out.ops if isinstance(o, (ScaleOp, SetOp))}
+        out.ops = [o for o in out.ops if not (
+            isinstance(o, Adjust) and o.amount is None and (r := restated.get(o.target)) is not None
+            and (isinstance(r, SetOp) or (r.factor > 1) == (o.dir == "+")))]
+        # ("a beefier stem: a third thicker": the heading's step gives way to the amount after the
+        # colon — eighth round)
         seen, ops = {}, []
         for o in out.ops:  # the same edit said twice ("it wobbles, make it more stable") counts once
             key = (o.op, getattr(o, "target", None) or getattr(o, "name", None), getattr(o, "dir", None))
@@ -912,6 +1008,39 @@ class InterfaceMapper:
                 seen[key].mag = o.mag  # "longer neck, a lot longer": the restated degree wins
         out.ops = self._implied_additions(ops)
         return out
+
+    RADII = re.compile(r"\b(?:both |all |the |its |their )*radii\b(?: of (?:the |its |their )?([a-z]+))?")
+
+    def _radii(self, text: str) -> str:
+        """"widen both radii of the shade by 1 cm": the clause said once of each radius of the part (its top and its
+        bottom radius), so each gets the edit (eighth round)."""
+        m = self.RADII.search(text)
+        if m is None:
+            return text
+        syn = dict(self.syn)
+        comp = syn.get(m.group(1) or "") or syn.get((m.group(1) or "").rstrip("s"))
+        def radii(c):
+            return [a["attribute"] for a in self.attrs.values() if a["component"] == c
+                    and a["attribute"].endswith("radius") and a["kind"] == "float"]
+        if comp is None:
+            many = [c for c in self.spec["components"] if len(radii(c)) > 1]
+            comp = many[0] if len(many) == 1 else None
+        if comp is None or len(radii(comp)) < 2:
+            return text
+        start = max(text.rfind(c, 0, m.start()) for c in ",;:") + 1
+        end = min([i for i in (text.find(c, m.end()) for c in ",;") if i >= 0] or [len(text)])
+        name = m.group(1) if m.group(1) and comp in (syn.get(m.group(1)), syn.get(m.group(1).rstrip("s"))) else comp
+        parts = [text[start:end].replace(m.group(0), f"the {name} {r.replace('_', ' ')}") for r in radii(comp)]
+        return text[:start] + " and ".join(p.strip() for p in parts) + text[end:]
+
+    def _described(self, said: str, comp: str) -> str | None:
+        """The one setting of a part whose description names the word said for the part ("the handle loop": "vertical
+        span of the handle loop"), when that word is not the part's own name (eighth round)."""
+        if not said or _word_in(comp, said) or said == comp:
+            return None
+        named = [p for p, a in self.attrs.items() if a["component"] == comp and a["kind"] == "float"
+                 and _word_in(said, a.get("description", ""))]
+        return named[0] if len(named) == 1 else None
 
     def _implied_additions(self, ops: list) -> list:
         """Setting an attribute of a part that can be absent asks for the part ("arms at 22 cm": add the armrests,

@@ -51,7 +51,7 @@ def qualifiers(words: list[str]) -> set[str]:
     return out
 
 
-def top_of(clause: str, descriptions: dict[str, str], synonyms: dict[str, str]) -> str | None:
+def top_of(clause: str, descriptions: dict[str, str], synonyms: dict[str, str], products=frozenset()) -> str | None:
     """The overall dimension whose description ends at the place the clause names ("the top of the backrest" →
     overall.height, described "floor to the top of the backrest"), or None. ``descriptions``: dimension id →
     description; ``synonyms``: a word naming a component → that component."""
@@ -59,6 +59,8 @@ def top_of(clause: str, descriptions: dict[str, str], synonyms: dict[str, str]) 
     if m is None:
         return None
     word = m.group(2)
+    if word in products and "overall.height" in descriptions:
+        return "overall.height"  # "the top of the chair": the product's top ends its overall height (eighth round)
     comp = synonyms.get(word) or synonyms.get(word.rstrip("s"))
     for dim, desc in descriptions.items():
         if re.search(rf"\btop of the {re.escape(comp or word)}\b|\b{re.escape(comp or word)} top\b", desc):

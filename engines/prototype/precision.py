@@ -88,6 +88,9 @@ CHANGE_VERB = re.compile(r"\b(?:add|adding|raise|raising|lower|lowering|lift|dro
                          r"shorten|increase|decrease|reduce|grow|shrink|deepen|widen|narrow|thicken|bump|"
                          r"up|down)\b")
 
+# "2 cm in height", "3 mm in radius": the measure an amount is taken in
+IN_DIMENSION = re.compile(r"\s*in (?:height|width|depth|radius|diameter|thickness|length)\b")
+
 
 @dataclass(frozen=True)
 class Quantity:
@@ -126,6 +129,10 @@ def spell_out(clause: str) -> str:
                lambda m: _num(WORD_NUMBERS[m.group(1)] + (0.5 if "half" in m.group(0) else 0)) + " ", t)
     t = re.sub(r"\ban? (?:full |whole |good |single )?(?=" + unit + ")", "1 ", t)  # "a full inch": 1 inch
     t = re.sub(r"\b(minus|negative|plus)\s+(?=\d)", lambda m: SIGN_WORDS[m.group(1)], t)
+    # eighth round: a unit hyphenated to its number or to a dimension word ("a 20-inch-wide seat", "a 1.5-litre jug",
+    # "a 12-inch-tall shade") is the same amount
+    t = re.sub(r"(?<=\d)-(?=(?:" + _UNIT_ALT + r")(?![\w]))", " ", t)
+    t = re.sub(r"(?<=\d )(" + _UNIT_ALT + r")-(?=(?:wide|tall|high|deep|long|thick|across)\b)", r"\1 ", t)
     # "5 more degrees of recline", "2 extra cm": the amount's word between the number and its unit goes after both
     t = re.sub(r"(?<![\w.])(\d+(?:\.\d+)?)\s+(more|extra|less|fewer)\s+(" + _UNIT_ALT + r")(?![\w])", r"\1 \3 \2", t)
     return t
@@ -139,6 +146,9 @@ def _ratio(clause: str) -> Quantity | None:
         f = float(m.group(2))
         f = f if m.group(1).startswith("multipl") else (1 / f if f else 0.0)
         return Quantity(f, None, f, False, factor=f)
+    # eighth round: a percentage in words ("twenty percent shorter") is the same percentage
+    clause = re.sub(r"\b(" + "|".join(WORD_NUMBERS) + r")[ -](?=percent\b|per cent\b|%)",
+                    lambda m: _num(WORD_NUMBERS[m.group(1)]) + " ", clause)
     m = PERCENT.search(clause)
     if m:
         p = float(m.group(2)) / 100
@@ -180,6 +190,8 @@ def is_change(before: str, after: str, signed: bool | str) -> bool:
     if CHANGE_BEFORE.search(before) or CHANGE_AFTER.match(after) or OFF.match(after) or LOSE_GAIN.search(before) \
             or (REMOVE_VERB.search(before) and FROM.match(after)):
         return True
+    if CHANGE_VERB.search(before) and not TARGET_BEFORE.search(before) and IN_DIMENSION.match(after):
+        return True  # "raise the seat 2 cm in height": a verb of change says by how much (eighth round)
     if signed in ("-", "−") and FIELD_NOUN.search(before):  # "height: -10 cm": the value, with its sign
         return False
     if signed and re.search(r"[:=]\s*$", before):  # a note "seat depth: +2 cm" lists a signed change

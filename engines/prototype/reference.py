@@ -13,7 +13,9 @@ from .precision import NUMBER, quantity, spell_out
 # An amount restated by reference ("seat 6 cm higher, footrest up by the same amount"): the previous clause's.
 # ("just as much" alone is a keep: "it should still hold just as much").
 SAME_AMOUNT = re.compile(r"\b(?:by )?the same (?:amount|distance|margin)\b|\bby (?:just )?as much\b|"
-                         r"\bby the same\s*$")  # "… and the seat down by the same"
+                         r"\bby the same\s*$|"
+                         # eighth round: "drop the seat by 4 cm; the footrest comes down with it": moved along, as far
+                         r"(?:(?<=\bup)|(?<=\bdown)|(?<=\bout)|(?<=\bin)) with (?:it|them)\s*$")  # "… and the seat down by the same"
 # A part said to be included in a measure ("the bottle, cap included, 24 cm high", "including the cap") makes
 # the measure the product's overall one.
 INCLUDED = re.compile(r",?\s*\b(?:(?:the |its )?[a-z]+(?: [a-z]+)? included\b(?=\s*(?:,|$|-?\d))|"

@@ -37,7 +37,12 @@ NO_MORE_NO_LESS = r"no more,? (?:and |or |but )?no less|no less,? (?:and |or |bu
 # A measure locked in place: "the tilt locked", "with the capacity frozen" (seventh round)
 LOCKED = r"locked|locked in|frozen|pinned(?: down)?|set in stone"
 # An equal amount: "it should still hold just as much", "just as tall as now".
-AS_MUCH = r"(?:just|exactly|every bit) as (?:much|tall|high|wide|deep|big|long|thick)"
+AS_MUCH = (r"(?:just|exactly|every bit) as (?:much|tall|high|wide|deep|big|long|thick)|"
+           # eighth round: "it holds as much as before"
+           r"as much as (?:now|before|today|at present|currently|it does(?: now)?|they do(?: now)?)")
+# eighth round: "the bench mustn't take up more room": a footprint that may not grow
+NO_MORE_ROOM = (r"(?:mustn'?t|must not|shouldn'?t|should not|can'?t|cannot|won'?t|will not|doesn'?t|does not|not|never) "
+                r"take up (?:any )?more (?:floor|space|room)")
 # "without" + a gerund: "without touching the seat", "without the stool taking up more floor space"
 WITHOUT_GERUND = r"without (?:[\w']+ ){0,3}?[a-z]+ing\b"
 # "hold the overall depth", "with its capacity held where it is": holding a measure is keeping it (but "hold more",
@@ -48,14 +53,14 @@ KEEP = re.compile(r"\b(keep|keeps|kept|keeping|leave|leaving|" + HOLD + r"|don'?
                   r"" + WITHOUT_GERUND + r"|preserve|preserving|maintain|maintaining|hold on to|"
                   r"as (?:it )?is|unchanged|untouched|constant|fixed(?! (?:to|on|onto|in|at)\b)|alone|same as before|"
                   r"the same|same|"
-                  r"where (?:it|they) (?:is|are)|stays?|stay put|" + NEGATED_CHANGE + "|" + DENIED_CHANGE + "|" + AS_MUCH + "|"
-                  + NEITHER_NOR + "|" + NO_MORE_NO_LESS + "|" + LOCKED + r")\b")
+                  r"where (?:it|they) (?:is|are)|stays?|staying|stay put|" + NEGATED_CHANGE + "|" + DENIED_CHANGE + "|" + AS_MUCH + "|"
+                  + NEITHER_NOR + "|" + NO_MORE_NO_LESS + "|" + LOCKED + "|" + NO_MORE_ROOM + r")\b")
 # Where a keep scope starts inside a clause: the clause is split there ("a slimmer bottle that still holds the
 # same amount" → "a slimmer bottle" + "that still holds the same amount"; "a wider bottle with the same
 # capacity" → "a wider bottle" + "with the same capacity").
 KEEP_LEAD = re.compile(r"\b(" + WITHOUT_GERUND + r"|keep|keeping|leave|don'?t (?:touch|change|let|make)|"
                        r"do not (?:touch|change|let|make)|(?:that|which|yet|so (?:that )?(?:it|they)) still|"
-                       r"(?:that|which) (?:holds?|keeps?) exactly|"
+                       r"(?:that|which) (?:holds?|keeps?) exactly|(?:that|which) (?:still )?holds? the same\b|"
                        r"with (?:the |its |their )?same)\b")
 # The rest of the product: "leave everything else as it is", "keep all else the same".
 REST = re.compile(r"\b(?:everything|anything|all) else\b|\bthe rest\b(?! of)")
