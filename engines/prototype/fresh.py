@@ -34,7 +34,7 @@ SETS = {"fresh": "instructions_fresh.yaml", "heldout": "instructions_heldout.yam
         "heldout2": "instructions_heldout2.yaml", "heldout3": "instructions_heldout3.yaml",
         "heldout4": "instructions_heldout4.yaml", "heldout5": "instructions_heldout5.yaml",
         "heldout6": "instructions_heldout6.yaml", "heldout7": "instructions_heldout7.yaml",
-        "heldout8": "instructions_heldout8.yaml"}
+        "heldout8": "instructions_heldout8.yaml", "heldout9": "instructions_heldout9.yaml"}
 
 
 @lru_cache(maxsize=8)
@@ -53,8 +53,10 @@ def load(name: str = "fresh") -> tuple[dict, ...]:
     first run were fixed in the sixth round); ``heldout7``: the set written after the sixth round and frozen before
     any further parser change (``instructions_heldout7.yaml``; a development set too since the failures of its first
     run were fixed in the seventh round); ``heldout8``: the set written after set 7's first run and frozen before the
-    seventh round, by an author who wrote no earlier set and no parser rule (``instructions_heldout8.yaml``). The
-    newest set whose first run is recorded
+    seventh round, by an author who wrote no earlier set and no parser rule (``instructions_heldout8.yaml``; a
+    development set too since the failures of its first run were fixed in the eighth round); ``heldout9``: the set
+    written after set 8's first run and frozen before the eighth round, by an author who wrote no earlier set and no
+    parser rule (``instructions_heldout9.yaml``). The newest set whose first run is recorded
     carries the claim (``reproduce._claimed_set``)."""
     return tuple(yaml.safe_load((DATA / SETS[name]).read_text()))
 
