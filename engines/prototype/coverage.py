@@ -89,6 +89,11 @@ PLACE_EDGE = re.compile(r"^(?!.*\b(?:round|rounded|rounder|soft|softer|soften|sh
                         r"bevel|fillet))(?=.*\b(?:top|bottom|upper|lower|outer|inner|front|back|rear) edges?\b|"
                         # seventh round: a span "edge to edge" measures across the part, it names no edge
                         r".*\bedge to edge\b)")
+# ninth round: where the product is to stand or fit ("too big for the corner", "tucked into an alcove") names no
+# corner of the model; "switch to 3 legs" is a verb of change, not the lamp's switch
+PLACE_OF_USE = re.compile(r"\b(?:for|in|into|in to|inside|by|beside|near|next to|against) (?:the |a |an |that |this |my |"
+                          r"our |your |their )?(?:room's |kitchen's |office's )?(?:corner|alcove|nook|niche|recess)s?\b")
+SWITCH_VERB = re.compile(r"\bswitch(?:es|ing|ed)?(?: (?:it|them|over|the [a-z]+))? (?=to\b|from\b)")
 # A colour temperature in kelvin ("5000 K", "3000k") names the light's colour (eighth round)
 KELVIN = re.compile(r"(?<![\w.])\d{4,5}\s?k\b|\bkelvin\b")
 COUNT_WORDS = r"(?:second|another|extra|additional|2nd|a pair of|two|three|four|five|six|\d+)"

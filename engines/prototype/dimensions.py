@@ -78,7 +78,7 @@ SPANS = {"height": r"\b(?:from )?(?:the )?(?:table|floor|ground|base|bottom|foot
 OVERALL_DIM = {"height": r"\b(tall|taller|tallest|high|higher|highest|height|short|shorter|low|lower|raise|lift|drop|"
                          r"from (?:the )?(?:table|floor|ground))\b",
                "width": r"\b(wide|wider|widest|widen|width|narrow|narrower|broad|broader|broadest|broaden|slim|slimmer|footprint|"
-                        r"floor space|diameter|spread|take up (?:any )?more (?:floor|space|room))\b",
+                        r"floor space|diameter|across|spread|take up (?:any )?more (?:floor|space|room))\b",
                "depth": r"\b(deep|deeper|deepest|depth|shallow|shallower)\b",
                "capacity": r"\b(capacity|volume|hold|holds|holding|amount|ml|litres?|liters?|millilitres?|liquid|"
                            r"fluid|contents)\b"}

@@ -14,7 +14,9 @@ MAGNITUDES = ("slight", "moderate", "large")
 HEDGES: dict[str, tuple[str, ...]] = {
     "slight": ("just a bit", "a little bit", "a little", "a bit", "a touch", "a tad", "slightly", "a hair",
                "marginally", "somewhat", "a smidge", "barely", "a little more", "subtly", "mildly",
-               "a tiny bit", "a teeny bit", "a wee bit", "ever so slightly"),
+               "a tiny bit", "a teeny bit", "a wee bit", "ever so slightly",
+               # ninth round
+               "a fraction", "a notch", "fractionally", "a whisker"),
     "large": ("a lot", "a great deal", "much", "way", "far", "significantly", "considerably", "dramatically",
               "substantially", "drastically", "massively", "hugely", "really", "very", "lots",
               "a good deal", "loads"),

@@ -40,7 +40,25 @@ STOPWORDS = set("""a an the it its it's this that these those of to for on in at
 def normalise(text: str) -> str:
     t = text.lower().replace("’", "'").replace("–", "-")
     t = re.sub(r"\s*[ø⌀]\s*(?=\d)", " diameter ", t)  # "a base of Ø 24 cm": the diameter sign (eighth round)
+    t = re.sub(r"\s+", " ", t).strip()
+    t = ROLE.sub("", t)  # ninth round: who or where the words come from is no part of the edit
+    # ninth round: "five legs instead of four": the count it replaces is the present state, not a second count
+    t = re.sub(r",?\s*\b(?:instead of|rather than|in place of|not) (?:the )?(?:current |present |usual |existing )?"
+               r"(?:\d+|one|two|three|four|five|six|seven|eight)\b(?! ?(?:[a-z]+ )?(?:mm|cm|in|inch|inches|°|deg|degrees|ml|%))",
+               "", t)
+    t = re.sub(r"\bapiece\b", "each", t)  # ninth round: "1 cm taller apiece"
+    # ninth round: a parenthetical gloss without an amount ("(top over bottom)") restates, it does not edit
+    t = re.sub(r"\s*\((?![^()]*\d)[^()]*\)", "", t)
     return re.sub(r"\s+", " ", t).strip()
+
+
+# ninth round: a role or source before a colon or dash ("tester feedback:", "from the spec sheet —", "shop memo:")
+ROLE = re.compile(r"^(?:(?:an?|the|our|my|one|some) )?(?:(?:from|per|re|via) (?:the |a |our )?)?"
+                  r"(?:(?:client|customer|user|usability|tester|team|teammate|designer|engineering|workshop|shop|factory|"
+                  r"product|marketing|review|design|qa|internal|field|lab) )?"
+                  r"(?:feedback|notes?|memo|comments?|requests?|tests?|testing|reviews?|brief|spec(?:ification)?(?: sheet)?|"
+                  r"sheet|message|msg|ticket|todo|fyi|remark|observation|finding|says|said|wrote|asks?|wants?)"
+                  r"(?: \d+)?\s*(?::|—|-{1,2}(?= ))\s*")
 
 
 # A separable phrasal verb whose particle carries the meaning: "bring the seat in" (narrower).
@@ -83,6 +101,11 @@ EACH = re.compile(r"(?P<verb>(?:^|(?<=[,;]))[^,;]*?)\b(?P<a>(?:the|its|their) [a
                   r"(?P<rest>(?:by |up |down )?[^,;]*?\d[^,;]*?) each\b")
 
 
+# ninth round: "neck and shoulder: 1 cm taller each": the parts named as a heading, the edit after the colon
+HEADED_EACH = re.compile(r"(?P<verb>(?:^|(?<=[,;]))\s*)(?P<a>(?:the |its )?[a-z]+) and (?P<b>(?:the |its )?[a-z]+)\s*:\s*"
+                         r"(?P<rest>[^,;:]+?)\s+(?:each|both)\b")
+
+
 def _both(text: str) -> str:
     def dist(m):
         verb, rest = m.group("verb").strip(), m.group("rest").rstrip()
@@ -95,6 +118,7 @@ def _both(text: str) -> str:
     def dist_each(m):
         verb, rest = m.group("verb").strip(), " " + m.group("rest").strip()
         return " and ".join(" ".join(f"{verb} {p}{rest}".split()) for p in (m.group("a"), m.group("b")))
+    text = HEADED_EACH.sub(dist_after, text)
     return EACH.sub(dist_each, BOTH_AFTER.sub(dist_after, BOTH.sub(dist, text)))
 
 
@@ -136,7 +160,10 @@ def clauses(text: str) -> list[str]:
         for pat, sub in PHRASAL:
             p = pat.sub(sub, p)
         m = KEEP_LEAD.search(p)
-        if m and m.start() > 0:
+        dash = re.search(r"\s+(?:—|-{1,2})\s+", p)
+        if dash and _is_keep(p[dash.end():]) and not _is_keep(p[:dash.start()]):
+            out += [p[:dash.start()].strip(), p[dash.end():].strip()]  # "seat down 5 cm — the ring stays" (ninth round)
+        elif m and m.start() > 0:
             out += [p[:m.start()].strip(), p[m.start():].strip()]
         else:
             out.append(p)
@@ -197,3 +224,9 @@ def not_english(text: str) -> str | None:
         return f"only English instructions are understood; this {kind} one has: " + \
                ", ".join(f"“{w}”" for w in dict.fromkeys(foreign))
     return None
+
+
+def _is_keep(clause: str) -> bool:
+    from .scope import is_keep
+
+    return is_keep(clause)

@@ -64,6 +64,13 @@ def _word_in(phrase: str, text: str) -> bool:
     return re.search(r"(?<![\w])" + re.escape(phrase) + r"(?![\w])", text) is not None
 
 
+# ninth round: a plain size adjective's direction, where the operation word is a noun ("thick walls")
+PLAIN_SIZE = {**{w: "+" for w in ("thick", "tall", "wide", "deep", "big", "broad", "chunky", "heavy-walled")},
+              **{w: "-" for w in ("thin", "narrow", "shallow", "slim", "skinny", "slender", "thin-walled")}}
+# ninth round: a clause that answers the one before it ("…, so drop it 4 cm")
+REASON_NEXT = re.compile(r"(?:so|hence|therefore|thus|which means|so please)\b")
+
+
 class InterfaceMapper:
     name = "interface"
 
@@ -138,6 +145,11 @@ class InterfaceMapper:
         # the product's own name is the product, never an operation word a derived spec's cluster gave it ("a slimmer
         # bottle body": slimmer, not the "bottle" of a height cluster) — seventh round
         hits = [(w, pid, d) for w, pid, d in cands if _word_in(w, cl) and w not in self.product_names]
+        if not hits:  # "more recline": the verb or noun of a participle the spec lists ("more reclined") — ninth round
+            hits = [(stem, pid, d) for w, pid, d in cands if re.fullmatch(r"[a-z]{4,}ed", w)
+                    for stem in (w[:-1], w[:-2]) if _word_in(stem.split()[-1], cl)
+                    and re.search(r"\b(?:more|less|extra|some|a bit of|a little)\s+" + re.escape(stem.split()[-1]), cl)]
+            hits = [(h[0].split()[-1], h[1], h[2]) for h in hits]
         if not hits:
             return None
         best = max(len(w) for w, _, _ in hits)
@@ -254,6 +266,10 @@ class InterfaceMapper:
         """A setting or part this product's model does not have, named in the clause ("wings", "colour"). ``ahead``:
         the clause is an adjective of a list whose noun comes later ("a smoother, taller neck")."""
         edited = L.polarity(cl) is not None or L.quantity(cl) is not None
+        # ninth round: where the product stands ("too big for the corner") and "switch to" as a verb name no setting;
+        # a hyphenated name ("gas-lift") is the same words
+        cl = coverage.PLACE_OF_USE.sub(" ", coverage.SWITCH_VERB.sub("change to", cl))
+        cl = cl + " | " + re.sub(r"(?<=[a-z])-(?=[a-z])", " ", cl) if re.search(r"[a-z]-[a-z]", cl) else cl
         if coverage.KELVIN.search(cl):
             return "light colour setting (the model is geometry only)"  # "about 5000 K" (eighth round)
         for what, words in coverage.UNSUPPORTED.items():
@@ -676,7 +692,11 @@ class InterfaceMapper:
         if op and op[0] != "?" and op[2] and (
                 re.search(r"\b(?:less|fewer|not as much|not so much)\s+" + re.escape(op[2]) + r"(?![\w])", cl) or
                 re.search(r"(?<![\w])" + re.escape(op[2]) + r"(?:\s+(?:a little|a bit|a touch|a tad|slightly|much|a lot|"
-                          r"far|way|somewhat|even|rather))?\s+less\b(?!\s+than)", cl)):
+                          r"far|way|somewhat|even|rather))?\s+less\b(?!\s+than)", cl) or
+                # "splayed a couple of degrees less": the amount between the word and "less" (ninth round)
+                re.search(r"(?<![\w])" + re.escape(op[2]) + r"\s+(?:by\s+)?(?:an?|a couple of|a few|[\d.]+|one|two|three|"
+                          r"four|five)\s*(?:more\s+)?(?:degrees?|°|deg|cm|mm|inch(?:es)?|millimet(?:re|er)s?|"
+                          r"centimet(?:re|er)s?)\s+less\b(?!\s+than)", cl)):
             # "less splay", "splayed slightly less": the operation word, negated
             op = (op[0], "-" if op[1] == "+" else "+", op[2])
         if comp and (v := self._vertical(cl, comp, op)) and not self._noun_attribute(cl, comp):
@@ -936,6 +956,10 @@ class InterfaceMapper:
         # a comparative that names a place ("its lower edge", "the upper half") gives no direction
         place = re.sub(r"\b(?:lower|upper)\s+(?:edge|rim|part|half|end|opening|section|side|lip)s?\b", " ", cl)
         cmp = [w for w in re.findall(r"[a-z]+", place) if w in COMPARATIVE_OF and L.polarity(w)]
+        if not cmp and not L.polarity(cl):  # "thick walls": a plain size adjective beside a noun (ninth round)
+            plain = {PLAIN_SIZE[w] for w in re.findall(r"[a-z]+", place) if w in PLAIN_SIZE}
+            if len(plain) == 1:
+                return plain.pop()
         return L.polarity(cmp[0]) if len({L.polarity(w) for w in cmp}) == 1 else op[1]
 
     def _states(self, cl: str) -> bool:
@@ -956,6 +980,12 @@ class InterfaceMapper:
         text = L.normalise(text)
         for s in {s for s, _ in self.syn if re.fullmatch(r"[a-z]{3,}", s)}:
             text = re.sub(rf"\b{s}less\b", f"without {s}", text)
+        for w in set(re.findall(r"[a-z]+", text)):  # "an armchair": the product with a part it can have (ninth round)
+            pn = next((n for n in self.product_names if w.endswith(n) and len(w) - len(n) >= 3), None)
+            lead = w[:-len(pn)] if pn else ""
+            parts = {c for s, c in self.syn if pn and s.split()[0].startswith(lead) and f"{c}.present" in self.attrs}
+            if len(parts) == 1:
+                text = re.sub(rf"\b(?:an? |the )?{w}\b", f"a {pn} with {next(iter(parts))}", text)
         text = self._radii(text)
         cls = complaint.read(L.clauses(text), self._same_part)  # "the shade is too wide": make it narrower
         for i, cl in enumerate(cls):
@@ -982,7 +1012,19 @@ class InterfaceMapper:
                 if named:
                     context["component"] = named[0]  # what the answer's "it" refers to
                 continue
-            if i + 1 < len(cls) and L.is_keep(cls[i + 1]) and self._bare_mention(cl):
+            if i + 1 < len(cls) and REASON_NEXT.match(cls[i + 1]) and not L.is_keep(cl) and L.quantity(cl) is None \
+                    and self._operation(cls[i + 1], None) and not self._operation(cl, None):
+                # "guests can't reach the bar, so lower it 3 cm": the reason before "so" is context only; the
+                # part named last is what the answer's "it" refers to (ninth round)
+                out.trace.append(f"“{cl}” → the reason for the next clause (context only)")
+                named = [c for s, c in self._components(cl) if not self._is_product(s)]
+                if named:
+                    context["component"] = named[-1]
+                continue
+            nxt = i + 1
+            while nxt + 1 < len(cls) and not L.is_keep(cls[nxt]) and self._bare_mention(cls[nxt]):
+                nxt += 1  # "its height, width and depth stay fixed": a list of kept things (ninth round)
+            if nxt < len(cls) and L.is_keep(cls[nxt]) and self._bare_mention(cl):
                 cl = "keep " + re.sub(r"^with ", "", cl)  # "the overall height and the seat height both stay the same"
             self.clause(cl, out, context)
         restated = {o.target: o for o in out.ops if isinstance(o, (ScaleOp, SetOp))}

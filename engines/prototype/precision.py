@@ -73,6 +73,15 @@ LOSE_GAIN = re.compile(r"\b(lose|loses|losing|lost|shed|sheds|gain|gains|gaining
 REMOVE_VERB = re.compile(r"\b(?:cut|cuts|cutting|take|takes|taking|remove|removing|subtract|subtracting|trim|trimming|"
                          r"shave|shaving|knock|knocking|chop|chopping|lop|lopping|deduct|deducting|shed|skim|"
                          r"pare)\s+(?:(?:an?|another|some)\s+)?(?:" + HEDGE + r"\s*)?$")
+# ninth round: "shave off 5 mm", "trim away 2 cm": the particle before the amount
+OFF_BEFORE = re.compile(r"\b(?:cut|take|trim|shave|knock|chop|lop|pare|sand|plane|file|grind)\s+(?:off|away|down)\s+"
+                        r"(?:(?:an?|another|some)\s+)?(?:" + HEDGE + r"\s*)?$")
+# ninth round: "bring it in 4 mm", "push the handle out 5 mm": a part moved in or out by the amount
+MOVED_BEFORE = re.compile(r"\b(?:bring|pull|push|move|draw|tuck|nudge|shift|set|pull|step)\b(?: [\w']+){0,3}? "
+                          r"(?:in|out|inwards?|outwards?|back|forwards?)\s+(?:" + HEDGE + r"\s*)?$")
+# ninth round: "add" with a part as its object ("add armrests 22 cm up"): the amount that follows is the new part's
+ADD_PART = re.compile(r"\b(?:add|adding)\s+(?:an?\s+|the\s+|some\s+|a pair of\s+|two\s+)?"
+                      r"(?!(?:more|extra|another|about|around|roughly|some|an?|the)\b)[a-z]{3,}s?\s*$")
 FROM = re.compile(r"\s*(?:from|off|out of)\b")
 # "stem height from 30 to 36 cm": the first number is the present value, the second the target.
 FROM_TO = re.compile(r"\bfrom\s+(?:about\s+|around\s+)?[-−+]?\d+(?:\.\d+)?\s*(?:" + _UNIT_ALT + r")?\s+to\s+(?=(?:about\s+|"
@@ -133,6 +142,17 @@ def spell_out(clause: str) -> str:
     # "a 12-inch-tall shade") is the same amount
     t = re.sub(r"(?<=\d)-(?=(?:" + _UNIT_ALT + r")(?![\w]))", " ", t)
     t = re.sub(r"(?<=\d )(" + _UNIT_ALT + r")-(?=(?:wide|tall|high|deep|long|thick|across)\b)", r"\1 ", t)
+    # ninth round: "a foot across", "2 feet tall": feet as a length where a measure word follows (never the part)
+    t = re.sub(r"\b(?:an?|one) foot(?= (?:across|wide|tall|high|long|deep|in (?:diameter|height|width|depth|length))\b)",
+               "12 inches", t)
+    t = re.sub(r"(?<![\w.])(\d+(?:\.\d+)?) ?(?:feet|foot|ft)(?= (?:across|wide|tall|high|long|deep)\b)",
+               lambda m: _num(float(m.group(1)) * 12) + " inches", t)
+    # ninth round: "a couple of degrees", "a couple cm": two of the unit
+    t = re.sub(r"\ba couple(?: of)? (?=(?:more |extra |fewer )?" + unit + ")", "2 ", t)
+    t = re.sub(r"\ba couple(?: of)? (?=(?:more |extra |less |fewer )?(?:mm|cm|in)\b)", "2 ", t)
+    # ninth round: "four more inches", "two extra centimetres": a number word before "more / extra" and a unit
+    t = re.sub(r"\b(" + "|".join(WORD_NUMBERS) + r")\s+(?=(?:more|extra)\s+" + unit + ")",
+               lambda m: _num(WORD_NUMBERS[m.group(1)]) + " ", t)
     # "5 more degrees of recline", "2 extra cm": the amount's word between the number and its unit goes after both
     t = re.sub(r"(?<![\w.])(\d+(?:\.\d+)?)\s+(more|extra|less|fewer)\s+(" + _UNIT_ALT + r")(?![\w])", r"\1 \3 \2", t)
     return t
@@ -187,9 +207,13 @@ def _ratio(clause: str) -> Quantity | None:
 def is_change(before: str, after: str, signed: bool | str) -> bool:
     """Is the number between ``before`` and ``after`` a change (True) or a target (False)? ``signed``: the sign
     written before the number ("-", "+", or "" / False for none)."""
+    if ADD_PART.search(before) and not CHANGE_VERB.search(ADD_PART.sub(" ", before)):
+        return bool(signed)  # "add armrests 22 cm up": the added part's value, nothing to change (ninth round)
     if CHANGE_BEFORE.search(before) or CHANGE_AFTER.match(after) or OFF.match(after) or LOSE_GAIN.search(before) \
             or (REMOVE_VERB.search(before) and FROM.match(after)):
         return True
+    if OFF_BEFORE.search(before) or MOVED_BEFORE.search(before):
+        return True  # "shave off 5 mm", "bring it in 4 mm": how much is taken off or moved (ninth round)
     if CHANGE_VERB.search(before) and not TARGET_BEFORE.search(before) and IN_DIMENSION.match(after):
         return True  # "raise the seat 2 cm in height": a verb of change says by how much (eighth round)
     if signed in ("-", "−") and FIELD_NOUN.search(before):  # "height: -10 cm": the value, with its sign
@@ -222,7 +246,8 @@ def quantity(clause: str) -> Quantity | None:
     unit, scale = UNITS.get(m.group(3) or "", (None, 1.0))
     if is_change(t[:m.start()], t[m.end():], m.group(1)):
         lg = LOSE_GAIN.search(t[:m.start()])
-        removed = OFF.match(t[m.end():]) or (REMOVE_VERB.search(t[:m.start()]) and FROM.match(t[m.end():]))
+        removed = OFF.match(t[m.end():]) or (REMOVE_VERB.search(t[:m.start()]) and FROM.match(t[m.end():])) \
+            or OFF_BEFORE.search(t[:m.start()])
         own = "-" if removed else (("+" if lg.group(1).startswith("gain") else "-") if lg else None)
         return Quantity(abs(x) * scale, unit, x, True, sign="-" if neg else ("+" if m.group(1) == "+" else None),
                         dir=own)
