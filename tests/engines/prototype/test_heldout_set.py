@@ -374,21 +374,22 @@ def test_the_seventh_set_stresses_designer_phrasing_and_refusals():
         assert re.search(pattern, texts), pattern
 
 
-def test_set_8_was_frozen_before_the_seventh_round_and_its_first_run_measures_that_round():
-    """Set 8 measures the seventh round's parser: it was committed alone after set 7's first-run record and before the
-    round (the commit that added ``test_round7_phrasing.py`` with the round's rules, checked above through
-    ``FIRST_FIX``), and the code its first run records comes after that round and differs from it in no file the
-    mappers run (``fresh.py`` / ``reproduce.py`` only register the set)."""
+@pytest.mark.parametrize("k", [8, 9, 10])
+def test_set_k_was_frozen_before_round_k_minus_1_and_its_first_run_measures_that_round(k):
+    """Set k (8 onwards) measures the parser of round k − 1: it was committed alone after set k − 1's first-run record
+    and before the round (the commit that added ``test_round{k-1}_phrasing.py`` with the round's rules, checked above
+    through ``FIRST_FIX``), and the code its first run records comes after that round and differs from it in no file
+    the mappers run (``fresh.py`` / ``reproduce.py`` only register the set)."""
     import subprocess
 
-    frozen = _first_commit("engines/prototype/data/instructions_heldout8.yaml")
-    record7 = _first_commit("engines/prototype/data/heldout7_first_run.json")
-    round7 = _first_commit("tests/engines/prototype/test_round7_phrasing.py")
-    if not _full_history() or None in (frozen, record7, round7):
+    frozen = _first_commit(f"engines/prototype/data/instructions_heldout{k}.yaml")
+    record = _first_commit(f"engines/prototype/data/heldout{k - 1}_first_run.json")
+    round_ = _first_commit(f"tests/engines/prototype/test_round{k - 1}_phrasing.py")
+    if not _full_history() or None in (frozen, record, round_):
         pytest.skip("no full git history here")
-    assert subprocess.run(["git", "merge-base", "--is-ancestor", record7, frozen], cwd=ROOT).returncode == 0
-    assert subprocess.run(["git", "merge-base", "--is-ancestor", frozen, round7], cwd=ROOT).returncode == 0
-    _assert_first_run_measures("heldout8", round7)
+    assert subprocess.run(["git", "merge-base", "--is-ancestor", record, frozen], cwd=ROOT).returncode == 0
+    assert subprocess.run(["git", "merge-base", "--is-ancestor", frozen, round_], cwd=ROOT).returncode == 0
+    _assert_first_run_measures(f"heldout{k}", round_)
 
 
 def test_the_eighth_set_stresses_designer_phrasing_and_refusals():
@@ -408,23 +409,6 @@ def test_the_eighth_set_stresses_designer_phrasing_and_refusals():
         assert re.search(pattern, texts), pattern
 
 
-def test_set_9_was_frozen_before_the_eighth_round_and_its_first_run_measures_that_round():
-    """Set 9 measures the eighth round's parser: it was committed alone after set 8's first-run record and before the
-    round (the commit that added ``test_round8_phrasing.py`` with the round's rules, checked above through
-    ``FIRST_FIX``), and the code its first run records comes after that round and differs from it in no file the
-    mappers run (``fresh.py`` / ``reproduce.py`` only register the set)."""
-    import subprocess
-
-    frozen = _first_commit("engines/prototype/data/instructions_heldout9.yaml")
-    record8 = _first_commit("engines/prototype/data/heldout8_first_run.json")
-    round8 = _first_commit("tests/engines/prototype/test_round8_phrasing.py")
-    if not _full_history() or None in (frozen, record8, round8):
-        pytest.skip("no full git history here")
-    assert subprocess.run(["git", "merge-base", "--is-ancestor", record8, frozen], cwd=ROOT).returncode == 0
-    assert subprocess.run(["git", "merge-base", "--is-ancestor", frozen, round8], cwd=ROOT).returncode == 0
-    _assert_first_run_measures("heldout9", round8)
-
-
 def test_the_ninth_set_repeats_the_sixth_sets_size_and_mix():
     """Set 9's size and mix, as its freeze commit states: set 8's (150 instructions, 53 refusals: 16 impossible values,
     6 keep clauses that cannot hold, 21 unsupported requests alone and 10 inside multi-clause instructions, 9
@@ -435,23 +419,6 @@ def test_the_ninth_set_repeats_the_sixth_sets_size_and_mix():
     rows = fresh.load("heldout9")
     _assert_set_6_mix(rows)
     assert re.search(r"\?", " | ".join(r["text"] for r in rows))
-
-
-def test_set_10_was_frozen_before_the_ninth_round_and_its_first_run_measures_that_round():
-    """Set 10 measures the ninth round's parser: it was committed alone after set 9's first-run record and before the
-    round (the commit that added ``test_round9_phrasing.py`` with the round's rules, checked above through
-    ``FIRST_FIX``), and the code its first run records comes after that round and differs from it in no file the
-    mappers run (``fresh.py`` / ``reproduce.py`` only register the set)."""
-    import subprocess
-
-    frozen = _first_commit("engines/prototype/data/instructions_heldout10.yaml")
-    record9 = _first_commit("engines/prototype/data/heldout9_first_run.json")
-    round9 = _first_commit("tests/engines/prototype/test_round9_phrasing.py")
-    if not _full_history() or None in (frozen, record9, round9):
-        pytest.skip("no full git history here")
-    assert subprocess.run(["git", "merge-base", "--is-ancestor", record9, frozen], cwd=ROOT).returncode == 0
-    assert subprocess.run(["git", "merge-base", "--is-ancestor", frozen, round9], cwd=ROOT).returncode == 0
-    _assert_first_run_measures("heldout10", round9)
 
 
 def test_the_tenth_set_repeats_the_sixth_sets_size_and_mix():
