@@ -204,3 +204,29 @@ def test_own_cost_subtracts_only_dependencies_built_inside_the_build():
     own = own_cost(t2i, [inside, before, None])
     assert own["train_seconds"] == 2000.0 and own["train_cpu_seconds"] == 1900.0
     assert t2i["train_cpu_seconds"] == 2800.0  # the record itself is untouched
+
+
+def test_build_overrides_are_parsed_and_checked_against_the_config():
+    from engines.common.zoo.__main__ import main, parse_overrides
+
+    assert parse_overrides(["steps=20000", "fashion=false"], ["clip"]) == {"steps": 20000, "fashion": False}
+    assert parse_overrides([], []) == {}
+    with pytest.raises(ValueError, match="exactly one model"):
+        parse_overrides(["steps=10"], ["clip", "vae"])
+    with pytest.raises(ValueError, match="no configuration field 'stepz'; it has: .*steps"):
+        parse_overrides(["stepz=10"], ["clip"])
+    with pytest.raises(ValueError, match="invalid --set for clip: steps"):
+        parse_overrides(["steps=0"], ["clip"])
+    with pytest.raises(ValueError, match="FIELD=VALUE"):
+        parse_overrides(["steps"], ["clip"])
+    assert main(["build", "clip", "--set", "steps=-3"]) == 2
+
+
+def test_build_with_overrides_caches_under_that_configs_key(capsys):
+    from engines.common.zoo import catalog
+    from engines.common.zoo.__main__ import main
+
+    assert main(["build", "judge_style", "--set", "steps=3"]) == 0
+    assert catalog.is_built("judge_style", {"steps": 3})
+    assert catalog.read_meta("judge_style", {"steps": 3})["config"]["steps"] == 3
+    assert '"test_accuracy"' in capsys.readouterr().out
