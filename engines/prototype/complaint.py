@@ -73,12 +73,13 @@ ON_THE_SIDE = re.compile(_BE + r"\s*" + _HEDGE + r"on the " + _ADJ + r" side\b")
 # "the neck feels a bit short for the body": too short for it
 FOR_THE = re.compile(r"(?:'s|\s+(?:is|are|looks?|feels?|seems?|sits?|stands?))\s+" + _HEDGE + _ADJ
                      + r" for (?:the|its|a|an|this|that|my|our|your) [a-z]+\b")
-FAULT = re.compile(r"(?:'s|\s+(?:is|are|looks?|feels?|seems?))\s+" + _HEDGE + r"(?:kind of |sort of )?(?P<adj>"
+FAULT = re.compile(r"(?:'s|\s+(?:is|are|looks?|feels?|seems?|reads?|appears?))\s+" + _HEDGE + r"(?:kind of |sort of )?(?P<adj>"
                    + "|".join(FAULTS) + r")\b")
 # "the base is a tad narrow", "the legs are a bit thin": a hedged state of size said of a part, with no "too", is a
 # complaint at that degree (seventh round; without a hedge — "the seat is high" — it stays a statement, and an
 # instruction that answers it with its own edit keeps it as context: ``read``).
-HEDGED_STATE = re.compile(r"(?:'s|\s+(?:is|are|looks?|feels?|seems?))\s+(?P<hedge>(?:a (?:little |tiny |wee )?bit|a little|"
+# (tenth round: "reads" / "appears" of how a part comes across)
+HEDGED_STATE = re.compile(r"(?:'s|\s+(?:is|are|looks?|feels?|seems?|reads?|appears?))\s+(?P<hedge>(?:a (?:little |tiny |wee )?bit|a little|"
                           r"a touch|a tad|slightly|somewhat|rather)\s+)" + _ADJ + r"\b(?!\s+(?:for|to|than|as|enough)\b)")
 NOT_ENOUGH = re.compile(r"(?:'s not|\s+(?:isn't|aren't|is not|are not|(?:does|do)(?:n't| not) (?:look|feel|seem|sit|"
                         r"stand|stick out|reach)|not))\s+(?:quite\s+)?" + _ADJ + r" enough\b")

@@ -40,6 +40,10 @@ COMPARATIVE_OF.update({"deeper": ("depth",), "shallower": ("depth",), "longer": 
 COMPARATIVE_OF.update({"deepen": ("depth",), "widen": ("width", "radius"), "broaden": ("width", "radius"),
                        "thicken": ("thickness", "wall"), "lengthen": ("height", "size"), "heighten": ("height", "size"),
                        "shorten": ("height", "size")})
+# tenth round: a plain adjective naming the zero of an attribute ("a perfectly flat backrest": no curve; "dead
+# vertical legs": no splay), in the order a part's own attributes are tried; a comparative ("flatter") stays a direction
+ZERO_STATE = {"flat": ("curvature",), "straight": ("splay", "curvature"), "vertical": ("splay", "tilt"),
+              "plumb": ("splay", "tilt"), "perpendicular": ("splay", "tilt")}
 # A word whose direction is the opposite of the attribute's growth: "more upright" = less tilt (or splay).
 REVERSED = {"upright": ("tilt", "splay")}
 # A bare particle of vertical motion said of a part ("seat up a little", "bring the seat down two inches")

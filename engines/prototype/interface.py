@@ -67,6 +67,15 @@ class ScaleOp(_Op):
     factor: float = Field(gt=0, le=100, description="new value / current value (twice: 2, a fifth less: 0.8)")
 
 
+class MatchOp(_Op):
+    """tenth round: a value read from another setting when the program runs ("as deep as the backrest is tall",
+    "half the height of the stem"): target = factor × the source's current value."""
+    op: Literal["match"] = "match"
+    target: str  # a parameter or an overall dimension
+    source: str  # the parameter or overall dimension whose current value is read
+    factor: float = Field(1.0, gt=0, le=100)
+
+
 class UnsupportedOp(_Op):
     op: Literal["unsupported"] = "unsupported"
     what: str = Field(min_length=1, max_length=120, description="the setting or part the model does not have")
@@ -79,7 +88,8 @@ class MacroOp(_Op):
     mag: Mag = "moderate"
 
 
-Op = Annotated[Union[Adjust, SetOp, AddOp, RemoveOp, KeepOp, MacroOp, ScaleOp, UnsupportedOp], Field(discriminator="op")]
+Op = Annotated[Union[Adjust, SetOp, AddOp, RemoveOp, KeepOp, MacroOp, ScaleOp, MatchOp, UnsupportedOp],
+              Field(discriminator="op")]
 _PROGRAM = TypeAdapter(list[Op])
 
 
@@ -166,7 +176,15 @@ def check_program(spec: dict, ops: list) -> None:
     macros = {m["name"] for m in spec["macros"]}
     for i, o in enumerate(ops):
         where = f"operation {i + 1} ({o.op})"
-        if isinstance(o, (Adjust, SetOp, ScaleOp)):
+        if isinstance(o, MatchOp):
+            for t in (o.target, o.source):
+                if t not in attrs and t not in der:
+                    raise ProgramError(f"{where}: unknown target {t!r}; the {spec['domain']} has "
+                                       + ", ".join(list(attrs) + list(der)))
+            ua, ub = (attrs.get(t) or der[t] for t in (o.target, o.source))
+            if ua["unit"] != ub["unit"]:
+                raise ProgramError(f"{where}: {o.target} ({ua['unit']}) cannot be read from {o.source} ({ub['unit']})")
+        if isinstance(o, (Adjust, SetOp, ScaleOp, MatchOp)):
             if o.target not in attrs and o.target not in der:
                 raise ProgramError(f"{where}: unknown target {o.target!r}; the {spec['domain']} has "
                                    + ", ".join(list(attrs) + list(der)))
@@ -295,6 +313,9 @@ def compile_program(spec: dict, state: dict[str, float], ops: list, calibration:
     for o in ops:
         if isinstance(o, (KeepOp, UnsupportedOp)):
             continue
+        if isinstance(o, MatchOp):  # the source's value as the program has left it so far (tenth round)
+            src = new[o.source] if o.source in attrs else fns[o.source].fn(new)
+            o = SetOp(target=o.target, value=o.factor * src, said=o.said)
         tgt = o.target if isinstance(o, (Adjust, SetOp, ScaleOp)) else f"{o.target}.present"
         said = f", from “{o.said}”" if o.said else ""
         if tgt in der:

@@ -13,6 +13,8 @@ from .scope import KEEP, KEEP_LEAD, is_keep  # noqa: F401  (re-exported)
 from .intensity import HEDGES, MAGNITUDES, find_phrase, magnitude  # noqa: F401  (re-exported)
 from .reference import INCLUDED, SAME_AMOUNT, same_amount  # noqa: F401  (re-exported)
 from .dimensions import SPAN_ONLY
+from .framing import unframe
+from .goals import resolve as resolve_goals
 
 POSITIVE = ("more", "increase", "increased", "raise", "raised", "bigger", "larger", "taller", "higher", "longer",
             "wider", "thicker", "deeper", "grow", "extend", "enlarge", "boost", "lift", "up", "add", "heavier",
@@ -22,7 +24,7 @@ POSITIVE = ("more", "increase", "increased", "raise", "raised", "bigger", "large
 # "closer to the floor", "nearer the table": less distance; "squatter": less height
 NEGATIVE = ("less", "decrease", "decreased", "reduce", "reduced", "lower", "lowered", "smaller", "shorter",
             "narrower", "thinner", "shallower", "shrink", "cut", "trim", "down", "slimmer", "remove", "lighter",
-            "tighter", "skinnier", "shorten", "narrow", "thin", "slim", "lessen", "minimise", "minimize",
+            "tighter", "tighten", "pinch", "skinnier", "shorten", "narrow", "thin", "slim", "lessen", "minimise", "minimize",
             "compact", "tone down", "fewer", "drop", "delete", "without", "closer", "nearer", "squatter", "squat",
             "flatter", "stubbier", "stumpier", "narrows", "narrowing", "chop", "lop")
 
@@ -42,6 +44,8 @@ def normalise(text: str) -> str:
     t = re.sub(r"\s*[ø⌀]\s*(?=\d)", " diameter ", t)  # "a base of Ø 24 cm": the diameter sign (eighth round)
     t = re.sub(r"\s+", " ", t).strip()
     t = ROLE.sub("", t)  # ninth round: who or where the words come from is no part of the edit
+    t = unframe(t)  # tenth round: a viewpoint, a scene-setting comparison, list markers
+    t = resolve_goals(t)  # tenth round: a sized place the product must fit is a reference measure
     # ninth round: "five legs instead of four": the count it replaces is the present state, not a second count
     t = re.sub(r",?\s*\b(?:instead of|rather than|in place of|not) (?:the )?(?:current |present |usual |existing )?"
                r"(?:\d+|one|two|three|four|five|six|seven|eight)\b(?! ?(?:[a-z]+ )?(?:mm|cm|in|inch|inches|°|deg|degrees|ml|%))",
@@ -62,7 +66,7 @@ ROLE = re.compile(r"^(?:(?:an?|the|our|my|one|some) )?(?:(?:from|per|re|via) (?:
 
 
 # A separable phrasal verb whose particle carries the meaning: "bring the seat in" (narrower).
-PHRASAL = [(re.compile(r"\bbring (the [\w' ]{1,30}?) in\b"), r"narrow \1"),
+PHRASAL = [(re.compile(r"\b(?:bring|pinch|nip|cinch) (the [\w' ]{1,30}?) in\b"), r"narrow \1"),  # (tenth: "pinch")
            # "pull its bottom edge in": a place on a part drawn inwards is narrowed there
            (re.compile(r"\b(?:pull|draw) ((?:the|its|their) (?:[\w']+ )?(?:edge|rim|bottom|top|opening|mouth)) in\b"),
             r"narrow \1"),
@@ -79,12 +83,19 @@ PHRASAL = [(re.compile(r"\bbring (the [\w' ]{1,30}?) in\b"), r"narrow \1"),
            # "a footrest-less stool": a part named with the suffix "-less" is left out
            (re.compile(r"\b([a-z]{3,})-less\b"), r"without \1"),
            # eighth round: a tripod stands on three legs
-           (re.compile(r"\btripod\b"), "three-legged")]
+           (re.compile(r"\btripod\b"), "three-legged"),
+           # tenth round: "somewhere for guests to prop their arms" asks for the rest of that body part (armrests, a footrest)
+           (re.compile(r"\b(?:somewhere|something|a place|a spot|places)(?: for [a-z]+)? to (?:rest|put|prop)(?: up)? "
+                       r"(?:their|your|his|her|one's|the|my|our) (?:elbows?|arms?|forearms?)\b"), "armrests"),
+           (re.compile(r"\b(?:somewhere|something|a place|a spot)(?: for [a-z]+)? to (?:rest|put|prop)(?: up)? "
+                       r"(?:their|your|his|her|one's|the|my|our) (?:feet|foot)\b"), "a footrest"),
+           (re.compile(r"\b(?:somewhere|something|a place|a spot)(?: for [a-z]+)? to (?:rest|lean) "
+                       r"(?:their|your|his|her|one's|the|my|our) head\b"), "a headrest")]
 
 
 # "… too low for kids at the counter": who a change is for says nothing about the model (eighth round)
 PURPOSE = re.compile(r"\s+for (?:people|users|someone|somebody|anyone|kids|children|adults|folks|guests|sitters|those|"
-                     r"whoever)\b(?: [a-z'-]+){0,4}(?=\s*(?:$|[,;.!?]))")
+                     r"whoever)\b(?! to (?:rest|put|prop|lean)\b)(?: [a-z'-]+){0,4}(?=\s*(?:$|[,;.!?]))")
 
 
 # "raise both the seat and the footrest by 5 cm": the verb and the amount go with each of the two parts.
@@ -95,14 +106,14 @@ BOTH = re.compile(r"(?P<verb>(?:^|(?<=[,;]))[^,;]*?)\bboth (?P<a>(?:the |its )?[
 
 # eighth round: "legs and seat each 5 mm thicker" (the parts first, then "both" / "each" and the edit), and
 # "lengthen the body and the neck by 1 cm each" (the amount shared by "each")
-BOTH_AFTER = re.compile(r"(?P<verb>(?:^|(?<=[,;]))\s*)(?P<a>(?:the |its )?[a-z]+) and (?P<b>(?:the |its )?[a-z]+) "
+BOTH_AFTER = re.compile(r"(?P<verb>(?:^|(?<=[,;]))\s*)(?P<a>(?:the |its )?[a-z]+) and (?P<b>(?:the |its )?[a-z]+(?: [a-z]+)?) "
                         r"(?:both|each) (?P<rest>[^,;]+)")
 EACH = re.compile(r"(?P<verb>(?:^|(?<=[,;]))[^,;]*?)\b(?P<a>(?:the|its|their) [a-z]+) and (?P<b>(?:the|its|their) [a-z]+) "
                   r"(?P<rest>(?:by |up |down )?[^,;]*?\d[^,;]*?) each\b")
 
 
 # ninth round: "neck and shoulder: 1 cm taller each": the parts named as a heading, the edit after the colon
-HEADED_EACH = re.compile(r"(?P<verb>(?:^|(?<=[,;]))\s*)(?P<a>(?:the |its )?[a-z]+) and (?P<b>(?:the |its )?[a-z]+)\s*:\s*"
+HEADED_EACH = re.compile(r"(?P<verb>(?:^|(?<=[,;]))\s*)(?P<a>(?:the |its )?[a-z]+) and (?P<b>(?:the |its )?[a-z]+)\s*[:,]\s*"
                          r"(?P<rest>[^,;:]+?)\s+(?:each|both)\b")
 
 
@@ -167,7 +178,21 @@ def clauses(text: str) -> list[str]:
             out += [p[:m.start()].strip(), p[m.start():].strip()]
         else:
             out.append(p)
-    return same_amount([p for p in out if p and re.search(r"[a-z0-9]", p)])
+    out = _each_degree([p for p in out if p and re.search(r"[a-z0-9]", p)])
+    return same_amount(out)
+
+
+# tenth round: "wider seat, deeper seat, taller backrest, all just a little": a degree said once for every edit of the
+# list before it
+EACH_DEGREE = re.compile(r"(?:and )?(?:each|all|both|every one|each one|all of them|each of them|all three|all two)"
+                         r"(?: of them)?\s+(?:just |only |by )?(?P<h>[a-z ]+)")
+
+
+def _each_degree(parts: list[str]) -> list[str]:
+    if len(parts) > 2 and (m := EACH_DEGREE.fullmatch(parts[-1])) and magnitude(m.group("h"))[1] \
+            and polarity(parts[-1]) is None and quantity(parts[-1]) is None:
+        return [f"{p} {m.group('h')}" if polarity(p) and not is_keep(p) else p for p in parts[:-1]]
+    return parts
 
 
 def polarity(clause: str) -> str | None:

@@ -15,13 +15,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import complaint, coverage
+from . import complaint, coverage, matching
 from . import language as L
 from . import position, scope
 from .dimensions import (COMPARATIVE_OF, DIAMETER, DIMENSION_PHRASES, DIMENSION_WORDS, OVERALL, OVERALL_DIM, REVERSED,
-                         SIZE_PHRASAL, SPANS, UPWARD, VERTICAL, WIDTH_OF)
+                         SIZE_PHRASAL, SPANS, UPWARD, VERTICAL, WIDTH_OF, ZERO_STATE)
 from .domains import get_domain
-from .interface import AddOp, Adjust, KeepOp, MacroOp, RemoveOp, ScaleOp, SetOp, UnsupportedOp, derived_attrs, settings_listing
+from .interface import (AddOp, Adjust, KeepOp, MacroOp, MatchOp, RemoveOp, ScaleOp, SetOp, UnsupportedOp, derived_attrs,
+                        settings_listing)
 
 # Positions along a part, as a ratio attribute's description names them ("top radius over foot radius").
 POSITION = {"rim": "top", "top": "top", "mouth": "top", "opening": "top", "lip": "top", "foot": "foot",
@@ -37,7 +38,7 @@ def calibrated_step(p, mag: str) -> float:
 LENGTH_VERB = re.compile(r"\b(?:off|chop|chopped|lop|lopped|trim|trimmed|cut|shave|shaved|stretch|stretched|extend|"
                          r"extended|lengthen|lengthened|shorten|shortened)\b")
 COMPLETELY = re.compile(r"\b(?:altogether|entirely|completely|for good|fully)\b")
-STATEMENT = re.compile(r"\b(is|are|looks?|feels?|seems?|sits?|wobbles|tips over)\b")
+STATEMENT = re.compile(r"\b(is|are|looks?|feels?|seems?|sits?|wobbles|tips over|reads|appears)\b")
 # Plain adjectives of size that describe a state, not a change, after a statement verb ("it sits high").
 ADJECTIVE_STATES = ("high", "low", "tall", "short", "wide", "narrow", "deep", "shallow", "thick", "thin", "big", "small",
                     "long", "large", "broad", "slim", "fat", "chunky", "skinny")
@@ -592,12 +593,21 @@ class InterfaceMapper:
         if context.get("keeping") and not L.is_keep(cl) and L.polarity(cl) is None and not L.quantity(cl) \
                 and (not self._operation(cl, None) or bare_noun) and not self._macro_lexical(cl) and (comps or bare_noun):
             cl = "keep " + cl  # "keep the overall height and the backrest", "same splay and thickness"
-        if not L.is_keep(cl) and (nm := re.search(r"\b(?:no|zero) ([a-z]+)(?: at all| whatsoever)?\b", cl)) \
+        if not L.is_keep(cl) and (zp := self._zero_state(cl, comps[0][1] if comps else context.get("component"))):
+            out.ops.append(SetOp(target=zp, value=0.0, said=cl))  # "a perfectly flat backrest": no curve (tenth round)
+            out.trace.append(f"“{cl}” → set {zp} 0 (a plain adjective of none)")
+            return
+        if not L.is_keep(cl) and (nm := re.search(r"\b(?:no|zero) (?:(?:outward|inward|backward|forward|sideways|"
+                                                   r"visible) )?([a-z]+)(?: at all| whatsoever)?\b", cl)) \
                 and nm.group(1) in DIMENSION_WORDS and (c0 := comps[0][1] if comps else context.get("component")) \
                 and (pid := self._noun_attribute(nm.group(1), c0)) and self.attrs[pid]["kind"] == "float" \
                 and self.attrs[pid]["unit"] != "ratio":
             out.ops.append(SetOp(target=pid, value=0.0, said=cl))  # "no splay at all on the legs": none (eighth round)
             out.trace.append(f"“{cl}” → set {pid} 0 (none of it)")
+            return
+        if not re.match(r"(?:keep|leave|hold)\b", cl) and (mo := self._match(cl, context)) is not None:
+            out.ops.append(mo)  # "as deep as the backrest is tall": read from another setting (tenth)
+            out.trace.append(f"“{cl}” → match {mo.target} = {mo.factor:g} × {mo.source}")
             return
         if not L.is_keep(cl) and (o := self._ratio_between(cl) or self._ratio_toward(cl, comps)) is not None:
             out.ops.append(o)
@@ -675,7 +685,8 @@ class InterfaceMapper:
                               (q is not None and self._amount_dimension(cl, context["component"]))):
                 # pronoun or ellipsis: the last named component ("armrests please, 28 cm high": the armrests' height)
                 comps = [("", context["component"])]
-        if not L.is_keep(cl) and STATEMENT.search(cl) and not IMPERATIVE.search(cl) and not self._macro_lexical(cl) \
+        if not L.is_keep(cl) and STATEMENT.search(scope.FACTOR_COMPARED.sub(" ", cl)) and not IMPERATIVE.search(cl) \
+                and not self._macro_lexical(cl) \
                 and self._states(cl) and not (L.quantity(cl) is not None and WANTED_STATE.search(cl)):
             # "the seat is way too low, raise it", "the seat sits a bit high": context
             out.trace.append(f"“{cl}” → statement (context only)")
@@ -866,6 +877,45 @@ class InterfaceMapper:
             return
         out.ops.append(Adjust(target=target, dir=pol, mag=L.magnitude(cl)[0], said=cl))
         out.trace.append(f"“{cl}” → {target} {pol}")
+
+    def _match(self, cl: str, context: dict):
+        """A value read from another setting (``matching.read``) resolved against the interface: the edited part's
+        attribute (its noun, else the dimension word of the comparison) and the read part's; None unless both
+        resolve to different settings in the same unit (tenth round)."""
+        r = matching.read(L.spell_out(cl))
+        if r is None:
+            return None
+        mine = [c for s, c in self._components(r.target) if not self._is_product(s)] or \
+            ([context["component"]] if context.get("component") else [])
+        parts = [c for s, c in self._components(r.source) if not self._is_product(s)] or \
+            (mine[:1] if r.source_dim is None else [])  # "… until it matches the top opening": the same part
+        if not parts or not mine:
+            return None
+
+        def attribute(words: str, comp: str, dim: str | None) -> str | None:
+            pid = self._noun_attribute(words, comp) or (self._named_attribute(dim, comp) if dim else None)
+            return pid if pid and self.attrs[pid]["component"] == comp and self.attrs[pid]["kind"] == "float" else None
+        tgt, src = attribute(r.target, mine[0], r.target_dim), attribute(r.source, parts[0], r.source_dim)
+        if tgt is None or src is None or tgt == src or self.attrs[tgt]["unit"] != self.attrs[src]["unit"]:
+            return None
+        return MatchOp(target=tgt, source=src, factor=r.factor, said=cl)
+
+    def _zero_state(self, cl: str, comp: str | None) -> str | None:
+        """The attribute a plain adjective of none names on the part ("a perfectly flat backrest": its curvature), when the
+        clause says no amount and no direction of its own (tenth round)."""
+        if comp is None or L.quantity(cl) is not None or L.polarity(cl) is not None:
+            return None
+        words = re.findall(r"[a-z]+", cl)
+        names = {x for s, _ in self.syn for x in s.split()} | {x + "s" for s, _ in self.syn for x in s.split()}
+        for i, w in enumerate(words):
+            nxt = words[i + 1] if i + 1 < len(words) else None
+            if nxt is not None and nxt not in ZERO_STATE and nxt not in names and nxt not in L.STOPWORDS | {"please"}:
+                continue  # "vertical slats": the adjective of another thing, not of the part
+            for attr in ZERO_STATE.get(w, ()):
+                pid = f"{comp}.{attr}"
+                if pid in self.attrs and self.attrs[pid]["kind"] == "float" and self.attrs[pid]["range"][0] <= 0:
+                    return pid
+        return None
 
     def _ratio_between(self, cl: str):
         """"the rim 10% wider than the foot": one position of a part compared with another is a ratio attribute

@@ -17,6 +17,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from .numerals import FRACTION_NUMERATOR, numerals_before, unit_and_a_half
+
 UNITS = {"mm": ("cm", 0.1), "millimetre": ("cm", 0.1), "millimetres": ("cm", 0.1), "millimeter": ("cm", 0.1),
          "millimeters": ("cm", 0.1), "cm": ("cm", 1.0), "centimetre": ("cm", 1.0), "centimetres": ("cm", 1.0),
          "centimeter": ("cm", 1.0), "centimeters": ("cm", 1.0), "m": ("cm", 100.0), "metre": ("cm", 100.0),
@@ -36,18 +38,22 @@ WORD_NUMBERS = {"zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5,
 SIGN_WORDS = {"minus": "-", "negative": "-", "plus": "+"}
 
 FRACTION_DEN = {"half": 2, "halves": 2, "third": 3, "thirds": 3, "quarter": 4, "quarters": 4, "fourth": 4,
-                "fourths": 4, "fifth": 5, "fifths": 5, "sixth": 6, "sixths": 6, "tenth": 10, "tenths": 10}
-FRACTION_NUM = {"a": 1, "one": 1, "two": 2, "three": 3}
+                "fourths": 4, "fifth": 5, "fifths": 5, "sixth": 6, "sixths": 6, "tenth": 10, "tenths": 10,
+                "eighth": 8, "eighths": 8}
+FRACTION_NUM = FRACTION_NUMERATOR  # tenth round: any numerator in words ("seven tenths", "three eighths")
 COMPARATIVE = (r"(?:more|less|taller|shorter|higher|lower|wider|narrower|thicker|thinner|deeper|shallower|longer|"
                r"bigger|smaller|larger|further|farther|closer|nearer|slimmer|broader|squatter|up|down|"
                # seventh round: the other comparatives of size ("a centimetre chunkier")
                r"chunkier|fatter|skinnier|beefier|bulkier|stubbier|stumpier|roomier|curvier|flatter|plumper|steeper)")
-FACTOR_WORDS = [(r"\bone and a half times\b|\bhalf again\b", 1.5), (r"\b(?:twice|double|doubled|two times)\b", 2.0),
+FACTOR_WORDS = [(r"\bone and a half times\b|\bhalf again\b|"
+                 # tenth round: "taking half as much again", "half as tall again"
+                 r"\bhalf as (?:much|many|big|large|tall|high|wide|long|deep|thick) again\b", 1.5), (r"\b(?:twice|double|doubled|two times)\b", 2.0),
                 (r"\b(?:triple|tripled|thrice|three times)\b", 3.0),
                 (r"\b(?:four times|quadruple|quadrupled|fourfold|four-fold)\b", 4.0),
                 (r"\b(?:halve|halved|in half|half as|half the|half its|half of)\b", 0.5)]
 PERCENT = re.compile(r"(?<![\w.])([-−+]?)(\d+(?:\.\d+)?)\s*(?:%|percent\b|per cent\b)")
-FRACTION = re.compile(r"\b(?:(a|one|two|three)[ -])?(half|halves|thirds?|quarters?|fourths?|fifths?|sixths?|tenths?)\b")
+FRACTION = re.compile(r"\b(?:(a|one|two|three|four|five|six|seven|eight|nine)[ -])?"
+                      r"(half|halves|thirds?|quarters?|fourths?|fifths?|sixths?|eighths?|tenths?)\b")
 MULTIPLE = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)\s*(?:x|×|times)(?![\w])")
 
 # What makes a number a target or a change. A target: "to / at / of / as / be / is / :" right before it, or a
@@ -127,12 +133,16 @@ def spell_out(clause: str) -> str:
     A bare fraction ("a fifth taller") and a count without a unit ("three legs") are left to the callers."""
     unit = r"(?:" + "|".join(sorted(map(re.escape, UNIT_WORDS), key=len, reverse=True)) + r")(?![\w])"
     t = clause
+    # tenth round: a numeral of any size before a unit ("fifty-two centimetres", "a seventeen-inch shade", "seven
+    # hundred and fifty millilitres", "nine and a half cm") and a unit and a half ("an inch and a half")
+    t = unit_and_a_half(t, unit)
+    t = numerals_before(t, r"(?:(?:more|extra) )?(?:" + unit + r"|(?:mm|cm|ml)\b)")
 
     def frac(m):
         num = FRACTION_NUM.get(m.group(1) or "a", 1)
         return _num(num / FRACTION_DEN[m.group(2)]) + " "
 
-    t = re.sub(r"\b(?:(a|one|two|three)[ -])?(half|thirds?|quarters?|fifths?|tenths?)(?:[ -]of)?[ -](?:an?[ -])?(?=" + unit + ")",
+    t = re.sub(r"\b(?:(a|one|two|three|four|five|six|seven|eight|nine)[ -])?(half|thirds?|quarters?|fifths?|eighths?|tenths?)(?:[ -]of)?[ -](?:an?[ -])?(?=" + unit + ")",
                frac, t)
     t = re.sub(r"\b(" + "|".join(WORD_NUMBERS) + r")(?:[ -](?:and[ -])?a[ -]half)?[ -](?=" + unit + ")",
                lambda m: _num(WORD_NUMBERS[m.group(1)] + (0.5 if "half" in m.group(0) else 0)) + " ", t)
@@ -167,8 +177,7 @@ def _ratio(clause: str) -> Quantity | None:
         f = f if m.group(1).startswith("multipl") else (1 / f if f else 0.0)
         return Quantity(f, None, f, False, factor=f)
     # eighth round: a percentage in words ("twenty percent shorter") is the same percentage
-    clause = re.sub(r"\b(" + "|".join(WORD_NUMBERS) + r")[ -](?=percent\b|per cent\b|%)",
-                    lambda m: _num(WORD_NUMBERS[m.group(1)]) + " ", clause)
+    clause = numerals_before(clause, r"percent\b|per cent\b|%")  # (tenth round: "thirty-five per cent")
     m = PERCENT.search(clause)
     if m:
         p = float(m.group(2)) / 100

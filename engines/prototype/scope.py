@@ -68,7 +68,11 @@ REST = re.compile(r"\b(?:everything|anything|all) else\b|\bthe rest\b(?! of)")
 
 # A multiple compared with the present size is no keep: "twice as long as it is now", "half as tall as it is".
 FACTOR_COMPARED = re.compile(r"\b(?:twice|double|half|thrice|(?:\d+(?:\.\d+)?|two|three|four) ?(?:x|times)) as [a-z]+ as "
-                             r"(?:it|they|that|this)(?: is| are|'s)?(?: now| currently| at the moment| today)?\b")
+                             r"(?:it|they|that|this)(?: is| are|'s)?(?: now| currently| at the moment| today)?\b|"
+                             # tenth round: "to a third of what it is now": a share of the present size
+                             r"\b(?:half|(?:a|one|two|three|four|five|six|seven|eight|nine) (?:half|thirds?|quarters?|"
+                             r"fifths?|tenths?)|\d+(?:\.\d+)? ?(?:%|percent|per cent)) of what (?:it|they) (?:is|are|has|have)"
+                             r"(?: now| currently| at the moment| today)?\b")
 
 
 def is_keep(clause: str) -> bool:
