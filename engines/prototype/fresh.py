@@ -35,7 +35,7 @@ SETS = {"fresh": "instructions_fresh.yaml", "heldout": "instructions_heldout.yam
         "heldout4": "instructions_heldout4.yaml", "heldout5": "instructions_heldout5.yaml",
         "heldout6": "instructions_heldout6.yaml", "heldout7": "instructions_heldout7.yaml",
         "heldout8": "instructions_heldout8.yaml", "heldout9": "instructions_heldout9.yaml",
-        "heldout10": "instructions_heldout10.yaml"}
+        "heldout10": "instructions_heldout10.yaml", "heldout11": "instructions_heldout11.yaml"}
 
 
 @lru_cache(maxsize=8)
@@ -59,7 +59,10 @@ def load(name: str = "fresh") -> tuple[dict, ...]:
     written after set 8's first run and frozen before the eighth round, by an author who wrote no earlier set and no
     parser rule (``instructions_heldout9.yaml``; a development set too since the failures of its first run were fixed
     in the ninth round); ``heldout10``: the set written after set 9's first run and frozen before the ninth round, by
-    an author who wrote no earlier set and no parser rule (``instructions_heldout10.yaml``). The newest set whose first
+    an author who wrote no earlier set and no parser rule (``instructions_heldout10.yaml``; a development set too since
+    the failures of its first run were fixed in the tenth round); ``heldout11``: the set written after set 10's first
+    run and frozen before the tenth round, by an author who wrote no earlier set and no parser rule
+    (``instructions_heldout11.yaml``). The newest set whose first
     run is recorded
     carries the claim (``reproduce._claimed_set``)."""
     return tuple(yaml.safe_load((DATA / SETS[name]).read_text()))
