@@ -227,7 +227,10 @@ def save_downloads(ctx: JobContext, name: str, g: Graph) -> list[str]:
     return refs
 
 
-def train_and_sample(params: TrainParams | dict, ctx: JobContext | None = None) -> TrainResult:
+def train_and_sample(params: TrainParams | dict, ctx: JobContext | None = None,
+                     epochs_by_variant: dict[str, int] | None = None) -> TrainResult:
+    """``epochs_by_variant`` (the reproduce script's held-out-pair stopping rule, ``selection``) overrides
+    ``params.epochs`` for the variants it names; the tab leaves it out and trains every variant for ``epochs``."""
     p = validate(TrainParams, params)
     ctx = ctx or LocalContext()
     t0 = time.perf_counter()
@@ -241,8 +244,10 @@ def train_and_sample(params: TrainParams | dict, ctx: JobContext | None = None) 
         for i, v in enumerate(p.variants):
             lf, ls = variant_lambdas(v, p.lambda_f, p.lambda_s)
             sub = Subprogress(ctx, 0.03 + 0.9 * i / len(p.variants), 0.03 + 0.9 * (i + 1) / len(p.variants))
+            pv = p if not epochs_by_variant or v not in epochs_by_variant else \
+                p.model_copy(update={"epochs": int(epochs_by_variant[v])})
             values, graphs, fit_s, hist = fit_and_score(
-                prep, p, lf, ls, lambda f, msg, v=v: sub(f, f"{VARIANT_LABELS[v]}: {msg}"))
+                prep, pv, lf, ls, lambda f, msg, v=v: sub(f, f"{VARIANT_LABELS[v]}: {msg}"))
             rows.append(make_row(v, VARIANT_LABELS[v], lf, ls, values, fit_s))
             firsts[v] = graphs[0]
             history[v] = hist
@@ -272,8 +277,10 @@ class SweepResult(BaseModel):
     elapsed_s: float
 
 
-def lambda_sweep(params: SweepParams | dict, ctx: JobContext | None = None) -> SweepResult:
-    """Accuracy against ΔSP/ΔEO for FDGen with λ_f = λ_s = λ over a grid: the fairness–utility Pareto front."""
+def lambda_sweep(params: SweepParams | dict, ctx: JobContext | None = None,
+                 epochs_by_lambda: dict[float, int] | None = None) -> SweepResult:
+    """Accuracy against ΔSP/ΔEO for FDGen with λ_f = λ_s = λ over a grid: the fairness–utility Pareto front.
+    ``epochs_by_lambda`` overrides ``params.epochs`` for the λ it names (the reproduce script's stopping rule)."""
     p = validate(SweepParams, params)
     ctx = ctx or LocalContext()
     t0 = time.perf_counter()
@@ -283,7 +290,9 @@ def lambda_sweep(params: SweepParams | dict, ctx: JobContext | None = None) -> S
         real = real_row(prep, p.seeds, p.seed)
         for i, lam in enumerate(p.lambdas):
             sub = Subprogress(ctx, i / len(p.lambdas), (i + 1) / len(p.lambdas))
-            values, _, fit_s, _ = fit_and_score(prep, p, lam, lam, lambda f, msg, lam=lam: sub(f, f"λ = {lam:g}: {msg}"))
+            pl = p if not epochs_by_lambda or lam not in epochs_by_lambda else \
+                p.model_copy(update={"epochs": int(epochs_by_lambda[lam])})
+            values, _, fit_s, _ = fit_and_score(prep, pl, lam, lam, lambda f, msg, lam=lam: sub(f, f"λ = {lam:g}: {msg}"))
             variant = "vanilla" if lam == 0 else "fdgen"
             rows.append(make_row(variant, f"λ = {lam:g}", lam, lam, values, fit_s))
             ctx.check_cancelled()

@@ -60,11 +60,32 @@ def _triu(n: int) -> tuple[torch.Tensor, torch.Tensor]:
     return torch.triu_indices(n, n, 1).unbind(0)
 
 
-def edge_bce(logits: torch.Tensor, A: torch.Tensor, rho: float) -> torch.Tensor:
-    """Edge NLL over all node pairs, per expected edge (mean BCE / density); logits and A are symmetric."""
+def edge_bce(logits: torch.Tensor, A: torch.Tensor, rho: float, pairs: torch.Tensor | None = None) -> torch.Tensor:
+    """Edge NLL over all node pairs, per expected edge (mean BCE / density); logits and A are symmetric.
+    With ``pairs`` (a symmetric boolean n × n mask, diagonal False) only those pairs count."""
     n = A.shape[0]
     bce = F.binary_cross_entropy_with_logits(logits, A, reduction="none")
+    if pairs is not None:
+        return bce[pairs].sum() / pairs.sum() / rho
     return (bce.sum() - bce.diagonal().sum()) / (n * (n - 1)) / rho
+
+
+def holdout_pairs(g: Graph, fraction: float, seed: int) -> np.ndarray:
+    """Validation pairs for choosing how long to train: a symmetric boolean n × n mask holding out
+    round(fraction · m) of the graph's edges and round(fraction · non-edges) of its non-edges (stratified, like
+    link-prediction validation of graph auto-encoders), drawn uniformly with ``seed``; the diagonal is never held out."""
+    n = g.n
+    rng = np.random.default_rng(seed + 104729)
+    i, j = np.triu_indices(n, 1)
+    is_edge = g.adjacency()[i, j] > 0
+    keep = np.zeros(len(i), bool)
+    for cls in (True, False):
+        idx = np.flatnonzero(is_edge == cls)
+        k = int(round(fraction * len(idx)))
+        keep[rng.choice(idx, k, replace=False)] = True
+    hold = np.zeros((n, n), bool)
+    hold[i[keep], j[keep]] = True
+    return hold | hold.T
 
 
 def sample_edges(logits: torch.Tensor, gen: torch.Generator, m_target: int | None) -> np.ndarray:
@@ -118,17 +139,22 @@ class GraphDiffusion(nn.Module):
         logits = self.edge(h) + g * At + b
         return x0, logits
 
-    def noisy(self, X0, A0, t: int):
+    def noisy(self, X0, A0, t: int, hold: torch.Tensor | None = None):
+        """A draw of q(X_t, A_t | X_0, A_0). Pairs in ``hold`` (held-out validation pairs) carry no trace of
+        their true state: they are drawn from the prior Bern(ρ) at every t."""
         ab = self.abar[t]
         Xt = ab.sqrt() * X0 + (1 - ab).sqrt() * torch.randn_like(X0)
-        At = torch.triu((torch.rand_like(A0) < ab * A0 + (1 - ab) * self.rho).float(), 1)
+        p = ab * A0 + (1 - ab) * self.rho
+        if hold is not None:
+            p = torch.where(hold, torch.full_like(p, self.rho), p)
+        At = torch.triu((torch.rand_like(A0) < p).float(), 1)
         return Xt, At + At.T
 
-    def training_step(self, X0, A0, cond):
+    def training_step(self, X0, A0, cond, hold=None, pairs=None):
         t = int(torch.randint(1, self.T + 1, (1,)))
-        Xt, At = self.noisy(X0, A0, t)
+        Xt, At = self.noisy(X0, A0, t, hold)
         x0, logits = self.denoise(Xt, At, t, cond)
-        loss = F.mse_loss(x0, X0) + edge_bce(logits, A0, self.rho)
+        loss = F.mse_loss(x0, X0) + edge_bce(logits, A0, self.rho, pairs)
         return loss, x0, logits
 
     def edge_posterior(self, At, p0, t: int):
@@ -198,12 +224,12 @@ class VGAE(nn.Module):
         h = self.dec(torch.cat([z, cond], 1))
         return self.x_head(h), self.edge(h) + self.bias
 
-    def training_step(self, X0, A0, cond, An):
+    def training_step(self, X0, A0, cond, An, pairs=None):
         mu, lv = self.encode(X0, An, cond)
         z = mu + (0.5 * lv).exp() * torch.randn_like(mu)
         x0, logits = self.decode(z, cond)
         kl = -0.5 * (1 + lv - mu.pow(2) - lv.exp()).sum(1).mean()
-        loss = F.mse_loss(x0, X0) + edge_bce(logits, A0, self.rho) + self.BETA * kl
+        loss = F.mse_loss(x0, X0) + edge_bce(logits, A0, self.rho, pairs) + self.BETA * kl
         return loss, x0, logits
 
     @torch.no_grad()
@@ -225,14 +251,19 @@ class FairGenerator:
         self.backbone, self.steps, self.lr, self.reg_every = backbone, steps, lr, reg_every
         self.condition_on_s = condition_on_s
         self.model: nn.Module | None = None
+        self.holdout: torch.Tensor | None = None
         self.history: list[dict[str, float]] = []
 
     def fit(self, g: Graph, lambda_f: float, lambda_s: float, epochs: int, seed: int,
-            feat_mode: str = "unconditional", on_progress: Callable[[float, str], None] | None = None):
+            feat_mode: str = "unconditional", on_progress: Callable[[float, str], None] | None = None,
+            holdout: np.ndarray | None = None):
+        """Train on ``g``. With ``holdout`` (a mask from ``holdout_pairs``) those node pairs are validation pairs:
+        their true state is erased before training (it is in no loss, no noisy input A_t — drawn from Bern(ρ)
+        there —, no encoder adjacency, and not in the density ρ), so ``validation_loss`` can judge them."""
         with torch_threads(1):
-            return self._fit(g, lambda_f, lambda_s, epochs, seed, feat_mode, on_progress)
+            return self._fit(g, lambda_f, lambda_s, epochs, seed, feat_mode, on_progress, holdout)
 
-    def _fit(self, g, lambda_f, lambda_s, epochs, seed, feat_mode, on_progress):
+    def _fit(self, g, lambda_f, lambda_s, epochs, seed, feat_mode, on_progress, holdout=None):
         torch.manual_seed(seed)
         self.graph = g
         X0 = torch.from_numpy(g.X).float()
@@ -240,14 +271,22 @@ class FairGenerator:
         self.s, self.y = torch.from_numpy(g.s), torch.from_numpy(g.y)
         self.cond = template(self.s, self.y, self.condition_on_s)
         n, d = X0.shape
-        rho = max(float(2 * g.m / (n * (n - 1))), 1e-4)
+        hold = pairs = None
+        if holdout is None:
+            rho = max(float(2 * g.m / (n * (n - 1))), 1e-4)
+        else:
+            hold = torch.from_numpy(np.asarray(holdout, bool))
+            pairs = ~hold & ~torch.eye(n, dtype=torch.bool)
+            A0 = torch.where(hold, torch.zeros_like(A0), A0)  # the held-out pairs' truth never enters the fit
+            rho = max(float(A0[pairs].sum() / pairs.sum()), 1e-4)
+        self.holdout = hold
         if self.backbone == "diffusion":
             self.model = GraphDiffusion(d, self.steps, rho)
-            step = lambda: self.model.training_step(X0, A0, self.cond)  # noqa: E731
+            step = lambda: self.model.training_step(X0, A0, self.cond, hold, pairs)  # noqa: E731
         else:
             self.An = normalise(A0)
             self.model = VGAE(d, rho)
-            step = lambda: self.model.training_step(X0, A0, self.cond, self.An)  # noqa: E731
+            step = lambda: self.model.training_step(X0, A0, self.cond, self.An, pairs)  # noqa: E731
         opt = torch.optim.Adam(self.model.parameters(), lr=self.lr)
         sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, epochs, eta_min=self.lr / 10)
         self.model.train()
@@ -303,4 +342,31 @@ class FairGenerator:
                      g.feature_names, f"{g.name} (generated)", g.s_name, g.y_name)
 
 
-__all__ = ["FairGenerator", "GraphDiffusion", "VGAE", "edges_from_dense"]
+def validation_loss(gen: FairGenerator, g: Graph, draws: int = 4, seed: int = 123) -> float:
+    """Edge BCE per expected edge on the held-out pairs of a generator fitted with ``holdout`` on ``g``, with fixed
+    noise draws. Diffusion: averaged over every step t = 1..T (``draws`` noisy graphs each, the held-out pairs drawn
+    from the prior as in training, so the denoiser must infer them from the rest of the graph); VGAE: ``draws``
+    posterior samples. Features are not scored: they are per node and no node is held out."""
+    if gen.holdout is None:
+        raise ValueError("the generator was fitted without held-out pairs")
+    m, hold = gen.model, gen.holdout
+    X0, A_true = torch.from_numpy(g.X).float(), torch.from_numpy(g.adjacency())
+    A_seen = torch.where(hold, torch.zeros_like(A_true), A_true)
+    losses = []
+    with torch_threads(1), torch.random.fork_rng(), torch.no_grad():
+        torch.manual_seed(seed)
+        if isinstance(m, GraphDiffusion):
+            for t in range(1, m.T + 1):
+                for _ in range(draws):
+                    Xt, At = m.noisy(X0, A_seen, t, hold)
+                    _, logits = m.denoise(Xt, At, t, gen.cond)
+                    losses.append(float(edge_bce(logits, A_true, m.rho, hold)))
+        else:
+            mu, lv = m.encode(X0, gen.An, gen.cond)
+            for _ in range(draws):
+                _, logits = m.decode(mu + (0.5 * lv).exp() * torch.randn_like(mu), gen.cond)
+                losses.append(float(edge_bce(logits, A_true, m.rho, hold)))
+    return float(np.mean(losses))
+
+
+__all__ = ["FairGenerator", "GraphDiffusion", "VGAE", "edges_from_dense", "holdout_pairs", "validation_loss"]

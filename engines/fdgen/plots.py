@@ -180,3 +180,33 @@ def metrics_table(res: dict, keys: list[str] | None = None) -> tuple[list[str], 
                 cells.append(f"{m:.3f} ± {s:.3f}" if s and s == s and s > 0 else f"{m:.3f}")
         out.append(cells)
     return headers, out
+
+
+def validation_figure(panels: list[tuple[str, dict]]):
+    """Held-out-pair validation loss against training iterations, one panel per dataset, one line per variant,
+    the chosen length E* marked (the stopping rule of ``selection``)."""
+    from .params import VARIANT_LABELS
+
+    labels = dict(VARIANT_LABELS, vanilla_unaware="vanilla, not conditioned on s")
+    colors = dict(VARIANT_COLORS, vanilla_unaware="#222222")
+    fig, axes = subplots(1, len(panels), figsize=(4.2 * len(panels), 3.6))
+    axes = np.atleast_1d(axes)
+    for ax, (title, curves) in zip(axes, panels):
+        for name, c in curves.items():
+            ep, lo = np.array(c["epochs"]), np.array(c["val_loss"])
+            col = colors.get(name, "#888")
+            ax.plot(ep, lo, marker="o", ms=3, lw=1.2, color=col, ls="--" if name == "vanilla_unaware" else "-",
+                    label=labels.get(name, name))
+            k = int(np.flatnonzero(ep == c["chosen"])[0])
+            ax.scatter([ep[k]], [lo[k]], marker="*", s=150, color=col, edgecolor="k", linewidths=0.6, zorder=3)
+        ax.set_xscale("log")
+        ax.set_xticks(curves[next(iter(curves))]["epochs"], [str(e) for e in curves[next(iter(curves))]["epochs"]])
+        ax.minorticks_off()
+        ax.set_xlabel("training iterations (complete cosine schedule)", fontsize=8)
+        ax.set_title(title, fontsize=8)
+        ax.tick_params(labelsize=7)
+    axes[0].set_ylabel("edge BCE per expected edge\non held-out node pairs", fontsize=8)
+    axes[0].legend(fontsize=7)
+    fig.suptitle("Validation loss on held-out training pairs (★ = chosen E*, lowest on the grid)", fontsize=9)
+    fig.tight_layout()
+    return fig
