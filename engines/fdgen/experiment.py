@@ -227,6 +227,11 @@ def save_downloads(ctx: JobContext, name: str, g: Graph) -> list[str]:
     return refs
 
 
+def with_epochs(p, epochs_by: dict | None, key):
+    """``p`` with ``epochs`` replaced by ``epochs_by[key]`` where the stopping rule chose a length for ``key``."""
+    return p.model_copy(update={"epochs": int(epochs_by[key])}) if epochs_by and key in epochs_by else p
+
+
 def train_and_sample(params: TrainParams | dict, ctx: JobContext | None = None,
                      epochs_by_variant: dict[str, int] | None = None) -> TrainResult:
     """``epochs_by_variant`` (the reproduce script's held-out-pair stopping rule, ``selection``) overrides
@@ -244,8 +249,7 @@ def train_and_sample(params: TrainParams | dict, ctx: JobContext | None = None,
         for i, v in enumerate(p.variants):
             lf, ls = variant_lambdas(v, p.lambda_f, p.lambda_s)
             sub = Subprogress(ctx, 0.03 + 0.9 * i / len(p.variants), 0.03 + 0.9 * (i + 1) / len(p.variants))
-            pv = p if not epochs_by_variant or v not in epochs_by_variant else \
-                p.model_copy(update={"epochs": int(epochs_by_variant[v])})
+            pv = with_epochs(p, epochs_by_variant, v)
             values, graphs, fit_s, hist = fit_and_score(
                 prep, pv, lf, ls, lambda f, msg, v=v: sub(f, f"{VARIANT_LABELS[v]}: {msg}"))
             rows.append(make_row(v, VARIANT_LABELS[v], lf, ls, values, fit_s))
@@ -290,8 +294,7 @@ def lambda_sweep(params: SweepParams | dict, ctx: JobContext | None = None,
         real = real_row(prep, p.seeds, p.seed)
         for i, lam in enumerate(p.lambdas):
             sub = Subprogress(ctx, i / len(p.lambdas), (i + 1) / len(p.lambdas))
-            pl = p if not epochs_by_lambda or lam not in epochs_by_lambda else \
-                p.model_copy(update={"epochs": int(epochs_by_lambda[lam])})
+            pl = with_epochs(p, epochs_by_lambda, lam)
             values, _, fit_s, _ = fit_and_score(prep, pl, lam, lam, lambda f, msg, lam=lam: sub(f, f"λ = {lam:g}: {msg}"))
             variant = "vanilla" if lam == 0 else "fdgen"
             rows.append(make_row(variant, f"λ = {lam:g}", lam, lam, values, fit_s))

@@ -21,6 +21,8 @@ BASE = dict(n_nodes=200, epochs=300, steps=12, seeds=3, samples=3, backbone="dif
 #: The variants whose length is chosen: (name, λ_f, λ_s, conditioned on s). λ = 1 as in the claims.
 SELECTED = (("vanilla", 0.0, 0.0, True), ("struct_only", 0.0, 1.0, True), ("feat_only", 1.0, 0.0, True),
             ("fdgen", 1.0, 1.0, True), ("vanilla_unaware", 0.0, 0.0, False))
+SELECTED_LABELS = {"vanilla": "vanilla", "struct_only": "structure-only", "feat_only": "feature-only",
+                   "fdgen": "FDGen", "vanilla_unaware": "vanilla not conditioned on s"}
 SWEEP_LAMBDAS = [0.0, 0.3, 1.0, 3.0, 10.0]
 DATASETS = [
     ("german", dict(sensitive="age"), "German credit, s = age < 25"),
@@ -206,17 +208,15 @@ def main():
         sel, res, un = dataset_run(base, ds, extra)
         if sel is not None:
             panels.append((label, sel))
-            names = {"vanilla": "vanilla", "struct_only": "structure-only", "feat_only": "feature-only",
-                     "fdgen": "FDGen", "vanilla_unaware": "vanilla not conditioned on s"}
+            first = next(iter(sel.values()))
             rep.reported(f"{label}: training iterations E* per variant, chosen on held-out node pairs (issue 16's "
                          "stopping rule; lowest validation loss on the grid, then refitted on all training pairs)",
                          "— (the paper's training lengths could not be read)",
-                         "; ".join(f"{names[v]} {c['chosen']} (validation loss {min(c['val_loss']):.3f}; "
+                         "; ".join(f"{SELECTED_LABELS[v]} {c['chosen']} (validation loss {min(c['val_loss']):.3f}; "
                                    f"{c['val_loss'][0]:.3f} at {c['epochs'][0]}, {c['val_loss'][-1]:.3f} at "
                                    f"{c['epochs'][-1]})" for v, c in sel.items())
-                         + f" (grid {', '.join(map(str, next(iter(sel.values()))['epochs']))}; "
-                         f"{next(iter(sel.values()))['held_pairs']} held-out pairs of which "
-                         f"{next(iter(sel.values()))['held_edges']} edges; generator seed 0)")
+                         + f" (grid {', '.join(map(str, first['epochs']))}; {first['held_pairs']} held-out pairs of "
+                         f"which {first['held_edges']} edges; generator seed 0)")
         if res is None:
             rep.not_measured(f"{label}: all four claims", "—", "the run did not finish in this session")
             continue

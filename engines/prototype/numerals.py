@@ -29,7 +29,7 @@ def value(words: str) -> float:
     w = words.replace("-", " ")
     half = 0.5 if re.search(r"\band a half$", w) else 0.0
     w = re.sub(r"\s*and a half$", "", w)
-    total, cur = 0, 0
+    cur = 0
     for t in w.split():
         if t == "and":
             continue
@@ -39,7 +39,7 @@ def value(words: str) -> float:
             cur = 1
         else:
             cur += ONES.get(t, 0) + TEENS.get(t, 0) + TENS.get(t, 0)
-    return float(total + cur) + half
+    return float(cur) + half
 
 
 def digits(x: float) -> str:

@@ -67,7 +67,9 @@ def main(argv: list[str] | None = None) -> int:
         if overrides:
             import json
 
-            print(json.dumps(json.loads((d / "zoo.json").read_text())["metrics"]), flush=True)
+            from .catalog import read_meta
+
+            print(json.dumps(read_meta(n, overrides)["metrics"]), flush=True)
     return 0
 
 
