@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import numpy as np
@@ -138,3 +139,24 @@ def test_pre_audit_pages_are_marked_on_the_landing_page(monkeypatch):
 
     monkeypatch.setattr(landing, "results_page", lambda mid: results.PageSummary((1, 2), "", True))
     assert "1 of 2 claims reproduced (pre-audit)" in landing.landing_html()
+
+
+_PLACEHOLDER = re.compile(r"\{[A-Za-z_]\w*(?:\[[^\]{}]+\]|\.\w+)+(?:![rsa])?(?::[^{}]*)?\}")
+
+
+@pytest.mark.parametrize("path", REPRODUCE, ids=lambda p: p.parent.name)
+def test_no_unformatted_placeholder_inside_an_f_string(path):
+    """A literal piece of an implicitly concatenated f-string that lost its ``f`` prints ``{base['seeds']}`` on the
+    page verbatim (found on fdgen's page): the literal parts of every f-string carry no expression placeholder."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    bad = [f"{path.parent.name}/reproduce.py:{node.lineno}: {m.group(0)}"
+           for node in ast.walk(tree) if isinstance(node, ast.JoinedStr)
+           for part in node.values if isinstance(part, ast.Constant) and isinstance(part.value, str)
+           for m in [_PLACEHOLDER.search(part.value)] if m]
+    assert not bad, bad
+
+
+def test_no_results_page_shows_a_python_expression():
+    pages = sorted((ROOT / "docs/results").glob("*.md"))
+    bad = [f"{p.name}: {m.group(0)}" for p in pages for m in re.finditer(r"\{\w+\[['\"][^}]*\}", p.read_text())]
+    assert pages and not bad, bad
