@@ -102,7 +102,7 @@ def test_choose_picks_the_lowest_validation_loss():
 def test_validation_curve_chooses_its_own_minimum(monkeypatch):
     """The curve's E* is its argmin (with the real fits), and follows the losses when they are rigged."""
     g = _graph()
-    cur = validation_curve(g, 0.0, 0.0, grid=(4, 8, 16), steps=4)
+    cur = validation_curve(g, 0.0, 0.0, grid=(4, 8, 16), max_epochs=16, steps=4)
     assert cur["epochs"] == [4, 8, 16] and len(cur["val_loss"]) == 3
     assert cur["chosen"] == cur["epochs"][int(np.argmin(cur["val_loss"]))]
     assert cur["held_pairs"] == int(np.triu(holdout_pairs(g, 0.1, 0), 1).sum())
@@ -112,6 +112,23 @@ def test_validation_curve_chooses_its_own_minimum(monkeypatch):
     rigged = {4: 2.0, 8: 0.5, 16: 1.0}
     monkeypatch.setattr(G, "validation_loss", lambda gen, graph: rigged[gen.history[-1]["epoch"] + 1])
     assert validation_curve(g, 0.0, 0.0, grid=(4, 8, 16), steps=4)["chosen"] == 8
+
+
+@pytest.mark.parametrize("losses, epochs, chosen, at_edge", [
+    ({4: 2.0, 8: 0.5, 16: 1.0}, [4, 8, 16], 8, False),                         # an inner minimum: no extension
+    ({4: 2.0, 8: 1.5, 16: 1.0, 32: 0.7, 64: 0.9}, [4, 8, 16, 32, 64], 32, False),  # found by doubling
+    ({4: 2.0, 8: 1.5, 16: 1.0, 32: 0.7, 64: 0.6}, [4, 8, 16, 32, 64], 64, True),   # still falling at the cap
+    ({4: 2.0, 8: 1.5, 16: 1.0, 32: 1.0}, [4, 8, 16, 32], 16, False),            # a tie goes to the shorter
+])
+def test_a_minimum_on_the_grids_edge_doubles_the_grid_up_to_the_cap(monkeypatch, losses, epochs, chosen, at_edge):
+    """E* on the last grid point is no minimum: the grid extends by doubling while the longest fit is best, up to
+    max_epochs, and says when the curve is still falling there."""
+    import engines.fdgen.generators as G
+
+    monkeypatch.setattr(G, "validation_loss", lambda gen, graph: losses[gen.history[-1]["epoch"] + 1])
+    cur = validation_curve(_graph(), 0.0, 0.0, grid=(4, 8, 16), max_epochs=64, steps=4)
+    assert (cur["epochs"], cur["chosen"], cur["at_edge"]) == (epochs, chosen, at_edge)
+    assert cur["val_loss"] == [losses[e] for e in epochs]
 
 
 def test_selection_cannot_see_the_test_nodes(monkeypatch):
