@@ -32,7 +32,10 @@ UNSUPPORTED: dict[str, tuple[str, ...]] = {
                          "enamel", "enamelled", "stoneware", "earthenware", "terracotta", "resin", "acrylic", "carbon"),
     "texture or pattern setting": ("texture", "textured", "ribbed", "ribs", "ridges", "ridged", "grooved", "grooves",
                                    "pattern", "patterned", "striped", "stripes", "knurled", "engraved", "engraving",
-                                   "logo", "embossed", "matte", "glossy", "shiny", "finish"),
+                                   "logo", "embossed", "matte", "glossy", "shiny", "finish",
+                                   # eleventh round: surface treatments
+                                   "frosted", "sandblasted", "etched", "tinted", "translucent", "transparent",
+                                   "opaque", "polished", "brushed", "satin", "lacquered", "varnished", "glazed"),
     "corner-rounding setting": ("corner", "corners", "rounded", "round off", "rounder", "fillet",
                                 "filleted", "chamfer", "chamfered", "bevel", "bevelled", "beveled", "boxy", "boxier",
                                 "sharp edges", "softer edges", "edges", "edge"),
@@ -68,6 +71,15 @@ UNSUPPORTED: dict[str, tuple[str, ...]] = {
     "locking or child-proof closure": ("child-proof", "childproof", "child proof", "child-resistant", "child-safe",
                                        "tamper-proof", "tamper-evident", "lockable", "locking"),
     "spout": ("spout", "pouring lip", "pour lip", "pouring edge"),
+    # eleventh round: a kind of closure is no geometry the model has (the bottle's neck may be called its spout)
+    "closure type (sports cap, flip-top, pump)": ("sports cap", "sport cap", "sports top", "flip cap", "flip-top",
+                                                 "flip top", "pull spout", "push-pull", "push pull", "pull-up spout",
+                                                 "pump", "dropper",
+                                                 "sprayer", "spray nozzle", "nozzle", "stopper"),
+    # eleventh round: a part repeated or mirrored ("give it a mirrored handle on the opposite side")
+    "second, mirrored part (it has one of each)": ("mirror", "mirrored", "mirroring", "mirror-image", "mirror image",
+                                                   "one more on the", "another one on the", "on the far side",
+                                                   "on the opposite side", "duplicate", "duplicated"),
     # tenth round: small added features named by their use
     "hanging loop or ring": ("finger ring", "finger loop", "hanging loop", "hanging ring", "hook", "hooks",
                              "carry ring", "key ring"),
@@ -99,6 +111,9 @@ PLACE_EDGE = re.compile(r"^(?!.*\b(?:round|rounded|rounder|soft|softer|soften|sh
 # corner of the model; "switch to 3 legs" is a verb of change, not the lamp's switch
 PLACE_OF_USE = re.compile(r"\b(?:for|in|into|in to|inside|by|beside|near|next to|against) (?:the |a |an |that |this |my |"
                           r"our |your |their )?(?:room's |kitchen's |office's )?(?:corner|alcove|nook|niche|recess)s?\b")
+# eleventh round: "the legs felt spindly on the last sample": the verb, not the pads' material
+FELT_VERB = re.compile(r"\bfelt (?:too|so|very|a bit|a little|rather|quite|really|slightly|somewhat|kind of|a touch|like|"
+                       r"as|[a-z]+ly|[a-z]+y)\b")
 SWITCH_VERB = re.compile(r"\bswitch(?:es|ing|ed)?(?: (?:it|them|over|the [a-z]+))? (?=to\b|from\b)")
 # A colour temperature in kelvin ("5000 K", "3000k") names the light's colour (eighth round)
 KELVIN = re.compile(r"(?<![\w.])\d{4,5}\s?k\b|\bkelvin\b")

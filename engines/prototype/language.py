@@ -12,9 +12,10 @@ from .coverage import COUNT_WORDS, UNSUPPORTED  # noqa: F401  (re-exported)
 from .scope import KEEP, KEEP_LEAD, is_keep  # noqa: F401  (re-exported)
 from .intensity import HEDGES, MAGNITUDES, find_phrase, magnitude  # noqa: F401  (re-exported)
 from .reference import INCLUDED, SAME_AMOUNT, same_amount  # noqa: F401  (re-exported)
-from .dimensions import SPAN_ONLY
+from .dimensions import OVERALL, SPAN_ONLY
 from .framing import unframe
 from .goals import resolve as resolve_goals
+from .register import engineering, history
 
 POSITIVE = ("more", "increase", "increased", "raise", "raised", "bigger", "larger", "taller", "higher", "longer",
             "wider", "thicker", "deeper", "grow", "extend", "enlarge", "boost", "lift", "up", "add", "heavier",
@@ -43,6 +44,10 @@ def normalise(text: str) -> str:
     t = text.lower().replace("’", "'").replace("–", "-")
     t = re.sub(r"\s*[ø⌀]\s*(?=\d)", " diameter ", t)  # "a base of Ø 24 cm": the diameter sign (eighth round)
     t = re.sub(r"\s+", " ", t).strip()
+    # eleventh round: the engineering register ("w 50, d 40 (all cm)", "T -5 mm", "neck → 5", "± 0", "x1.25") in
+    # words, corrections inside one sentence ("38 cm, no wait, 41 cm") resolved to the last value, and comparisons with
+    # the current build ("1 cm up from the current value") dropped
+    t = history(engineering(t))
     t = ROLE.sub("", t)  # ninth round: who or where the words come from is no part of the edit
     t = unframe(t)  # tenth round: a viewpoint, a scene-setting comparison, list markers
     t = resolve_goals(t)  # tenth round: a sized place the product must fit is a reference measure
@@ -53,7 +58,37 @@ def normalise(text: str) -> str:
     t = re.sub(r"\bapiece\b", "each", t)  # ninth round: "1 cm taller apiece"
     # ninth round: a parenthetical gloss without an amount ("(top over bottom)") restates, it does not edit
     t = re.sub(r"\s*\((?![^()]*\d)[^()]*\)", "", t)
+    # eleventh round: "a chunky post of a leg instead of the skinny dowels": what it replaces is the present state
+    t = re.sub(r",?\s*\b(?:instead of|rather than|in place of) (?:the|a|an|its|their|that|this|those|these) "
+               r"(?![^,;.!?]*\d)[^,;.!?]*", "", t)
+    t = _reasons(t)
     return re.sub(r"\s+", " ", t).strip()
+
+
+# eleventh round: a reason after an edit with its own amount ("shade 2 cm shorter, so it fits under the hood of the
+# cooker", "25 cm for the fridge door", "2 cm lower so that the kids' feet touch the floor") explains the amount; it names no part
+# to edit. Not a reason: "for" and one noun ("27 cm for the bottle": the product itself), the whole ("… for the
+# chair overall"), one with an amount, a direction, a keep or a comparison of its own ("…, so it is 3 cm
+# lower", "so the overall height stays", "so that it matches the top").
+REASON = re.compile(r"(?P<lead>\s*,?\s*)\b(?:so(?: that)?|for) (?:(?:the|a|an|my|our|your|their|this|that|it|they|"
+                    r"two|both|one|we|you|people|he|she|i|everything|all)\b)[^,;.!?]*")
+# "capacity 400 ml, same as the cans in the vending rack": what the amount is borrowed from
+SAME_AS = re.compile(r"\s*,\s*(?:just |exactly )?(?:the )?same as (?:the|a|an|our|your|their|those|these|other) "
+                     r"(?!(?:current|present|existing|previous|last|old|original)\b)[^,;.!?]*")
+
+
+def _reasons(text: str) -> str:
+    def pass_(t: str, pat: re.Pattern, same: bool) -> str:
+        def drop(m):
+            tail, before = m.group(0), t[:m.start()]
+            clause_start = max([x.end() for x in re.finditer(r"[;!?]|\.(?!\d)", before)], default=0)
+            if not re.search(r"\d", before[clause_start:]) or re.search(r"\d", tail) or polarity(tail) \
+                    or OVERALL.search(tail) or re.fullmatch(r"\s*,?\s*for \S+ [a-z'-]+\s*", tail) or (
+                    not same and (_is_keep(tail) or re.search(r"\bmatch|\bsame\b|\bas [a-z]+ as\b|\bequal", tail))):
+                return tail
+            return ""
+        return pat.sub(drop, t)
+    return pass_(pass_(text, REASON, False), SAME_AS, True)
 
 
 # ninth round: a role or source before a colon or dash ("tester feedback:", "from the spec sheet —", "shop memo:")

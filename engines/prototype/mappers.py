@@ -38,7 +38,7 @@ def calibrated_step(p, mag: str) -> float:
 LENGTH_VERB = re.compile(r"\b(?:off|chop|chopped|lop|lopped|trim|trimmed|cut|shave|shaved|stretch|stretched|extend|"
                          r"extended|lengthen|lengthened|shorten|shortened)\b")
 COMPLETELY = re.compile(r"\b(?:altogether|entirely|completely|for good|fully)\b")
-STATEMENT = re.compile(r"\b(is|are|looks?|feels?|seems?|sits?|wobbles|tips over|reads|appears)\b")
+STATEMENT = re.compile(r"\b(is|are|looks?|feels?|felt|seems?|sits?|wobbles|tips over|reads|appears)\b")  # (eleventh: "felt")
 # Plain adjectives of size that describe a state, not a change, after a statement verb ("it sits high").
 ADJECTIVE_STATES = ("high", "low", "tall", "short", "wide", "narrow", "deep", "shallow", "thick", "thin", "big", "small",
                     "long", "large", "broad", "slim", "fat", "chunky", "skinny")
@@ -277,6 +277,8 @@ class InterfaceMapper:
             for w in words:
                 if w in ("edge", "edges") and coverage.PLACE_EDGE.search(cl):
                     continue  # "pull its bottom edge in": a place on the part, not its rounding
+                if w == "felt" and coverage.FELT_VERB.search(cl):
+                    continue  # "it felt flimsy": the verb (eleventh round)
                 if _word_in(w, cl) and not self._covered(w) and not (
                         edited and what not in coverage.NOT_A_COMPOUND and self._compound_of_part(w, cl)):
                     return what  # ("the legs fold up" is a moving part, never a compound like "seat cushion")
@@ -396,6 +398,8 @@ class InterfaceMapper:
         # change of width keeps the radius's own amount ("5 mm wider at the foot")
         half = 0.5 if target.endswith("radius") and (DIAMETER.search(cl) or (
             not q.relative and re.search(r"\b(?:wide|width)\b", cl))) else 1.0
+        if q.relative and q.value == 0:
+            return KeepOp(target=target, said=cl)  # "+0 cm": no change at all, a keep (eleventh round)
         if q.relative:
             d = q.dir or d  # "take 5 mm off": the amount's own direction
             d = ("-" if d == "+" else "+") if q.sign == "-" and d else (q.sign or d or "+")
@@ -443,19 +447,26 @@ class InterfaceMapper:
         out = []
         for s, c in comps:
             pid = self._named_attribute(cl, c) if dim_words else None
+            if pid is None and position.qualifiers(re.findall(r"[a-z]+", cl)) and (nq := self._noun_attribute(cl, c)) \
+                    and "_" in self.attrs[nq]["attribute"]:
+                pid = nq  # "bottom opening unchanged": the bottom radius, not the whole shade (eleventh round)
             if pid is None and c == context.get("component"):
                 # "a thinner handle, but keep its loop as it is": a word for the part that is being edited,
                 # which one of its settings' descriptions names ("vertical span of the handle loop"), keeps that
                 # setting, not the whole part (eighth round)
                 pid = self._described(s, c)
             out.append(pid if pid and self.attrs[pid]["component"] == c else c)
-        if not out and dim_words:
+        if not out and (dim_words or re.search(r"\bcount\b", cl)):  # (eleventh round: "…, count unchanged")
             c = context.get("component") or context.get("kept_component")
             pid = self._named_attribute(cl, c) if c else None
             if pid and self.attrs[pid]["component"] == c:
                 out = [pid]
             elif (dim := self._dimension(cl)) is not None:
                 out = [dim]
+        if not out and (c := context.get("component") or context.get("kept_component")) \
+                and position.qualifiers(re.findall(r"[a-z]+", cl)) and (nq := self._noun_attribute(cl, c)) \
+                and "_" in self.attrs[nq]["attribute"]:
+            out = [nq]  # "…; bottom opening unchanged" after an edit of the shade: its bottom radius (eleventh round)
         if not out and re.search(r"\b(?:it|them|they)\b", cl):
             out = self._kept_comparatives(cl, context.get("component"))
         return out
@@ -658,7 +669,16 @@ class InterfaceMapper:
         elif not comps and context.get("component"):
             q = L.quantity(cl)
             other = self._other_part_attribute(cl, context["component"])
-            if other:  # "a narrower seat and a bit less splay": the part that has the splay
+            head = re.fullmatch(r"(?:an? )?[-+]?\d+(?:\.\d+)?\s*(?:[a-z°\"]+\s+)?([a-z]+)", L.spell_out(cl)) \
+                if q is not None and not q.ratio else None
+            if head and head.group(1) not in DIMENSION_WORDS and self._described(head.group(1), context["component"]):
+                # "the handle 6 cm tall, a 1.2 cm bar": a word for a piece of the part in context that one of its settings'
+                # descriptions names ("thickness of the handle bar") — that setting, not the edit before (eleventh)
+                comps = [(head.group(1), context["component"])]
+                other = None
+            if comps:
+                pass
+            elif other:  # "a narrower seat and a bit less splay": the part that has the splay
                 comps = [("", self.attrs[other]["component"])]
             elif q is not None and not q.relative and out.ops and isinstance(out.ops[-1], (Adjust, SetOp)) \
                     and not self._operation(cl, None) and not self._noun_attribute(cl, context["component"]) \
@@ -679,7 +699,7 @@ class InterfaceMapper:
                     return
                 out.ops.append(SetOp(target=last.target, value=q.value, said=f"{last.said}, {cl}"))
                 return
-            if not other and (re.search(r"\b(it|them|they|this|that)\b", cl) or not self._operation(cl, None) or
+            if not comps and not other and (re.search(r"\b(it|them|they|this|that)\b", cl) or not self._operation(cl, None) or
                               self._operation(cl, None)[0] == "?" or
                               (context.get("joined") and self._noun_attribute(cl, context["component"])) or
                               (q is not None and self._amount_dimension(cl, context["component"]))):
@@ -888,7 +908,8 @@ class InterfaceMapper:
         mine = [c for s, c in self._components(r.target) if not self._is_product(s)] or \
             ([context["component"]] if context.get("component") else [])
         parts = [c for s, c in self._components(r.source) if not self._is_product(s)] or \
-            (mine[:1] if r.source_dim is None else [])  # "… until it matches the top opening": the same part
+            (mine[:1] if r.source_dim is None or position.qualifiers(re.findall(r"[a-z]+", r.source)) else [])
+        # ("… until it matches the top opening", "the top opening as wide as its bottom one": the same part)
         if not parts or not mine:
             return None
 
@@ -978,24 +999,29 @@ class InterfaceMapper:
                 return pid, POSITION.get(d.group(1)) == a
         return None
 
-    def _bare_mention(self, cl: str) -> bool:
+    def _bare_mention(self, cl: str, heading: bool = False) -> bool:
         """A clause that only names parts or an overall dimension, with no edit of its own (no direction, amount,
-        operation word, intent, addition or removal): before a keep clause it is one of the kept things."""
+        operation word, intent, addition or removal): before a keep clause it is one of the kept things. ``heading``:
+        before an amount it names what the amount edits, and the whole product ("the bottle as a whole") counts too."""
         cl = re.sub(r"^with ", "", cl)  # "…, with the lamp's overall height and the base radius left alone" (eighth round)
-        if L.is_keep(cl) or L.polarity(cl) is not None or L.quantity(cl) is not None or self._operation(cl, None) \
+        op = self._operation(cl, None)
+        if heading and op and (any(_word_in(op[2], s) for s, _ in self.syn) or op[2] in DIMENSION_WORDS):
+            op = None  # "each leg, …": an operation word that only names the part (or a dimension) is no edit
+        if L.is_keep(cl) or L.polarity(cl) is not None or L.quantity(cl) is not None or op \
                 or self._macro_lexical(cl) or L.ADD.search(cl) or L.REMOVE.search(cl) or self._unsupported(cl):
             return False
         names = {w for s, _ in self.syn for w in re.findall(r"[a-z]+", s)} | self.product_names | L.STOPWORDS | \
+            {w[:-1] for s, _ in self.syn for w in re.findall(r"[a-z]+s", s) if heading} | \
             {"height", "width", "depth", "thickness", "radius", "tilt", "splay", "curvature", "wall", "walls", "reach",
              "taper", "diameter", "length", "size", "capacity", "volume", "footprint", "overall", "whole", "total",
-             "lean", "bow", "angle",
+             "lean", "bow", "angle", "count", "number", "every", "each", "opening", "openings",  # (eleventh round)
              "entire", "both", "and", "or", "s", "top", "bottom"}
         if any(w not in names for w in re.findall(r"[a-z]+", cl)):
             return False  # "recline the backrest": an edit verb the vocabulary does not list
         comps = [c for s, c in self._components(cl) if not self._is_product(s)]
         # "…, its height and bow stay as they are": attribute nouns alone, of the part in context (eighth round)
-        nouns = [w for w in re.findall(r"[a-z]+", cl) if w in DIMENSION_WORDS and w not in L.STOPWORDS]
-        return bool(comps) or bool(OVERALL.search(cl) and self._dimension(cl)) or bool(nouns)
+        nouns = [w for w in re.findall(r"[a-z]+", cl) if (w in DIMENSION_WORDS or w == "count") and w not in L.STOPWORDS]
+        return bool(comps) or bool(OVERALL.search(cl) and (self._dimension(cl) or heading)) or bool(nouns)
 
     @staticmethod
     def _direction(cl: str, op) -> str:
@@ -1024,6 +1050,15 @@ class InterfaceMapper:
         return bool({c for _, c in self._components(a)} & {c for _, c in self._components(b)})
 
     def map(self, text: str) -> Mapping:
+        """The instruction's interface program. Never raises on text input (eleventh round): an internal error while
+        reading it — once a "+/- 0" built an adjust of amount 0, which the program's own validation rejected — is a
+        refusal with a message, and nothing is changed."""
+        try:
+            return self._map(text)
+        except Exception as e:  # noqa: BLE001 — any failure to read the text is the user's refusal, not a crash
+            return _unreadable(text, e)
+
+    def _map(self, text: str) -> Mapping:
         out, context = Mapping(), {}
         # "a handleless mug": a part's name fused with "-less" is the part left out (eighth round; "handle-less" is
         # the language's rule)
@@ -1063,13 +1098,27 @@ class InterfaceMapper:
                     context["component"] = named[0]  # what the answer's "it" refers to
                 continue
             if i + 1 < len(cls) and REASON_NEXT.match(cls[i + 1]) and not L.is_keep(cl) and L.quantity(cl) is None \
-                    and self._operation(cls[i + 1], None) and not self._operation(cl, None):
+                    and ((self._operation(cls[i + 1], None) and not self._operation(cl, None)) or (
+                        # eleventh round: "our tester likes her thighs level, so seat depth 40 cm": the answer says its
+                        # own amount, and the reason gives no direction of its own
+                        L.quantity(cls[i + 1]) is not None and L.polarity(cl) is None and not self._macro_lexical(cl)
+                        and not L.ADD.search(cl) and not L.REMOVE.search(cl))):
                 # "guests can't reach the bar, so lower it 3 cm": the reason before "so" is context only; the
                 # part named last is what the answer's "it" refers to (ninth round)
                 out.trace.append(f"“{cl}” → the reason for the next clause (context only)")
                 named = [c for s, c in self._components(cl) if not self._is_product(s)]
                 if named:
                     context["component"] = named[-1]
+                continue
+            if i + 1 < len(cls) and not L.is_keep(cls[i + 1]) and not cl.startswith("with ") \
+                    and self._bare_mention(cl, heading=True) and (
+                    re.match(r"(?:about |around |roughly |just |exactly |minus |plus )?[-+]?\d", cls[i + 1])
+                    or any(re.match(p, cls[i + 1]) for p in SPANS.values())):
+                # "each leg, 3 mm thicker", "the bottle as a whole, 2 cm taller", "the handle, 4 mm further out": the
+                # part (or dimension) named first, the amount after a comma — one edit
+                # (eleventh round)
+                cls[i + 1] = f"{cl} {cls[i + 1]}"
+                out.trace.append(f"“{cl}” → names what the next clause edits")
                 continue
             nxt = i + 1
             while nxt + 1 < len(cls) and not L.is_keep(cls[nxt]) and self._bare_mention(cls[nxt]):
@@ -1148,6 +1197,15 @@ class InterfaceMapper:
         return out
 
 
+def _unreadable(text: str, e: Exception) -> Mapping:
+    """A refusal for an instruction the mapper could not read (no operation; the message says so and names the
+    internal reason briefly)."""
+    why = " ".join(str(e).split())[:160]
+    return Mapping(warnings=[f"“{' '.join(text.split())[:80]}”: could not be read as an edit, so nothing was changed "
+                             f"(please rephrase; internal reason: {type(e).__name__}: {why})"],
+                   trace=[f"unreadable: {type(e).__name__}"])
+
+
 class FlatMapper:
     """The same machinery over raw parameter names (no hierarchy, synonyms, macros or units).
 
@@ -1174,6 +1232,12 @@ class FlatMapper:
         return int((sims + 0.5 * lex).argmax())
 
     def map(self, text: str, state: dict[str, float] | None = None) -> Mapping:
+        try:
+            return self._map(text, state)
+        except Exception as e:  # noqa: BLE001 — never a crash on text input (eleventh round)
+            return _unreadable(text, e)
+
+    def _map(self, text: str, state: dict[str, float] | None = None) -> Mapping:
         state = dict(state or self.d.defaults())
         out = Mapping()
         for cl in complaint.read(L.clauses(text)):

@@ -46,11 +46,18 @@ def _factor(f: str | None) -> float:
     return float(m.group(1)) if m else FACTORS[f]
 
 
+def _one(source: str, target: str) -> str:
+    """"the shade's top opening as wide as its bottom one": "one" stands for the target's noun (eleventh round)."""
+    qualified = re.findall(r"\b(?:top|bottom|upper|lower|front|rear|back|inner|outer|left|right)\s+([a-z]+)", target)
+    head = qualified or re.findall(r"[a-z]+", target)
+    return re.sub(r"\bones?$", head[-1], source) if head and re.search(r"\b[a-z]+ ones?$", source) else source
+
+
 def read(clause: str) -> Reading | None:
     """The clause read as a value taken from another setting, or None."""
     cl = clause.strip()
     if m := AS_AS.match(cl):
-        return Reading(m.group("t"), m.group("adj"), m.group("s"), m.group("adj2") or m.group("adj"),
+        return Reading(m.group("t"), m.group("adj"), _one(m.group("s"), m.group("t")), m.group("adj2") or m.group("adj"),
                        _factor(m.group("f")))
     if m := NOUN_OF.match(cl) or POSSESSIVE.match(cl):
         return Reading(m.group("t"), m.group("noun"), m.group("s"), m.group("noun"), _factor(m.group("f")))

@@ -68,9 +68,13 @@ def top_of(clause: str, descriptions: dict[str, str], synonyms: dict[str, str], 
     return None
 
 
+# eleventh round: "4 mm further out", "closer in to the cup": a part said to sit further out or closer in
+MOVE_CLOSER = re.compile(r"\b(?:closer|nearer|further|farther)\s+(out(?:wards?)?|in(?:wards?)?)\b(?!\s+(?:of|on)\b)")
+
+
 def move_out(clause: str) -> str | None:
     """'+' for a part moved outward, '-' inward, None when the clause moves nothing out or in."""
-    m = MOVE_OUT.search(clause)
+    m = MOVE_OUT.search(clause) or MOVE_CLOSER.search(clause)
     if m is None:
         return None
     return "+" if m.group(1).startswith("out") else "-"

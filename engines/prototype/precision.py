@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .numerals import FRACTION_NUMERATOR, numerals_before, unit_and_a_half
+from .numerals import FRACTION_NUMERATOR, ONES, TEENS, TENS, numerals_before, unit_and_a_half
 
 UNITS = {"mm": ("cm", 0.1), "millimetre": ("cm", 0.1), "millimetres": ("cm", 0.1), "millimeter": ("cm", 0.1),
          "millimeters": ("cm", 0.1), "cm": ("cm", 1.0), "centimetre": ("cm", 1.0), "centimetres": ("cm", 1.0),
@@ -32,9 +32,8 @@ _UNIT_ALT = "|".join(sorted((re.escape(u) for u in UNITS), key=len, reverse=True
 NUMBER = re.compile(r"(?<![\w.])([-−+]?)\s?(\d+(?:\.\d+)?)\s*(" + _UNIT_ALT + r")?(?![\w])")
 # Spelled-out units a number word may precede ("one centimetre", "an inch"); symbols need digits.
 UNIT_WORDS = [u for u in UNITS if len(u) > 2]
-WORD_NUMBERS = {"zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
-                "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "fifteen": 15, "twenty": 20, "thirty": 30,
-                "forty": 40, "fifty": 50, "hundred": 100}
+# eleventh round: one table of number words, numerals.py's (its ones, teens and tens, and "hundred"; it was a subset)
+WORD_NUMBERS = {**ONES, **TEENS, **TENS, "hundred": 100}
 SIGN_WORDS = {"minus": "-", "negative": "-", "plus": "+"}
 
 FRACTION_DEN = {"half": 2, "halves": 2, "third": 3, "thirds": 3, "quarter": 4, "quarters": 4, "fourth": 4,
@@ -90,10 +89,13 @@ ADD_PART = re.compile(r"\b(?:add|adding)\s+(?:an?\s+|the\s+|some\s+|a pair of\s+
                       r"(?!(?:more|extra|another|about|around|roughly|some|an?|the)\b)[a-z]{3,}s?\s*$")
 FROM = re.compile(r"\s*(?:from|off|out of)\b")
 # "stem height from 30 to 36 cm": the first number is the present value, the second the target.
-FROM_TO = re.compile(r"\bfrom\s+(?:about\s+|around\s+)?[-−+]?\d+(?:\.\d+)?\s*(?:" + _UNIT_ALT + r")?\s+to\s+(?=(?:about\s+|"
+FROM_TO = re.compile(r"\bfrom\s+(?:about\s+|around\s+)?[-−+]?\d+(?:\.\d+)?\s*(?:" + _UNIT_ALT + r")?\s+(?:(?:up|down) )?"
+                     r"to\s+(?=(?:about\s+|"
                      r"around\s+)?[-−+]?\d)")
 # "multiply the base radius by 1.5", "divide the height by 2": a factor said with the arithmetic verb.
-MULTIPLY = re.compile(r"\b(multipl(?:y|ied|ying)|divid(?:e|ed|ing))\b[^,;]*?\bby\s+(\d+(?:\.\d+)?)(?![\w.%])(?!\s*(?:percent|per cent))")
+# (eleventh round: "scale the cup height by 1.2", "scaled by a factor of 1.2"; an amount with a unit is no factor)
+MULTIPLY = re.compile(r"\b(multipl(?:y|ied|ying)|divid(?:e|ed|ing)|scal(?:e|ed|ing))\b[^,;]*?\bby\s+(?:a factor of\s+)?"
+                      r"(\d+(?:\.\d+)?)(?![\w.%])(?!\s*(?:percent|per cent))(?!\s*(?:" + _UNIT_ALT + r")(?![\w]))")
 # "seat width: -5 cm": after an attribute's own noun and a colon, a minus sign is the value's sign (a form
 # field listing a value); a plus sign is only ever written on a change ("seat depth: +2 cm"), and a part's name
 # before the colon ("seat: -5 cm in width") lists a change.
@@ -174,10 +176,12 @@ def _ratio(clause: str) -> Quantity | None:
     m = MULTIPLY.search(clause)
     if m:  # "multiply … by 1.2" (×1.2), "divide … by 2" (×0.5)
         f = float(m.group(2))
-        f = f if m.group(1).startswith("multipl") else (1 / f if f else 0.0)
+        f = (1 / f if f else 0.0) if m.group(1).startswith("divid") else f
         return Quantity(f, None, f, False, factor=f)
     # eighth round: a percentage in words ("twenty percent shorter") is the same percentage
     clause = numerals_before(clause, r"percent\b|per cent\b|%")  # (tenth round: "thirty-five per cent")
+    clause = re.sub(r"\b(minus|negative|plus)\s+(?=\d[\d.]*\s*(?:%|percent\b|per cent\b))",
+                    lambda m: SIGN_WORDS[m.group(1)], clause)  # eleventh round: "cup height, minus 15 percent"
     m = PERCENT.search(clause)
     if m:
         p = float(m.group(2)) / 100
@@ -225,6 +229,8 @@ def is_change(before: str, after: str, signed: bool | str) -> bool:
         return True  # "shave off 5 mm", "bring it in 4 mm": how much is taken off or moved (ninth round)
     if CHANGE_VERB.search(before) and not TARGET_BEFORE.search(before) and IN_DIMENSION.match(after):
         return True  # "raise the seat 2 cm in height": a verb of change says by how much (eighth round)
+    if signed and IN_DIMENSION.match(after):
+        return True  # "legs -3 mm in diameter": a signed amount in a measure is a change (eleventh round)
     if signed in ("-", "−") and FIELD_NOUN.search(before):  # "height: -10 cm": the value, with its sign
         return False
     if signed and re.search(r"[:=]\s*$", before):  # a note "seat depth: +2 cm" lists a signed change

@@ -19,7 +19,7 @@ SAME_AMOUNT = re.compile(r"\b(?:by )?the same (?:amount|distance|margin)\b|\bby 
 # A part said to be included in a measure ("the bottle, cap included, 24 cm high", "including the cap") makes
 # the measure the product's overall one.
 INCLUDED = re.compile(r",?\s*\b(?:(?:the |its )?[a-z]+(?: [a-z]+)? included\b(?=\s*(?:,|$|-?\d))|"
-                      r"including (?:the |its )[a-z]+\b|"
+                      r"including (?:the |its )?[a-z]+\b|"
                       r"(?:the |its )?[a-z]+ and all\b(?=\s*(?:,|$|-?\d)))\s*,?")  # "the bottle, cap and all, 28 cm high"
 
 
