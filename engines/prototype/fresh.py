@@ -35,7 +35,8 @@ SETS = {"fresh": "instructions_fresh.yaml", "heldout": "instructions_heldout.yam
         "heldout4": "instructions_heldout4.yaml", "heldout5": "instructions_heldout5.yaml",
         "heldout6": "instructions_heldout6.yaml", "heldout7": "instructions_heldout7.yaml",
         "heldout8": "instructions_heldout8.yaml", "heldout9": "instructions_heldout9.yaml",
-        "heldout10": "instructions_heldout10.yaml", "heldout11": "instructions_heldout11.yaml"}
+        "heldout10": "instructions_heldout10.yaml", "heldout11": "instructions_heldout11.yaml",
+        "heldout12": "instructions_heldout12.yaml"}
 
 
 @lru_cache(maxsize=8)
@@ -62,7 +63,10 @@ def load(name: str = "fresh") -> tuple[dict, ...]:
     an author who wrote no earlier set and no parser rule (``instructions_heldout10.yaml``; a development set too since
     the failures of its first run were fixed in the tenth round); ``heldout11``: the set written after set 10's first
     run and frozen before the tenth round, by an author who wrote no earlier set and no parser rule
-    (``instructions_heldout11.yaml``). The newest set whose first
+    (``instructions_heldout11.yaml``; a development set too since the failures of its first run were fixed in the
+    eleventh round); ``heldout12``: the set written after set 11's first run and frozen before the eleventh round,
+    by an author who wrote no earlier set and no parser rule (``instructions_heldout12.yaml``). The newest set whose
+    first
     run is recorded
     carries the claim (``reproduce._claimed_set``)."""
     return tuple(yaml.safe_load((DATA / SETS[name]).read_text()))
