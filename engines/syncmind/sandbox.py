@@ -1,7 +1,7 @@
 """The sandbox: every test run and every shell action happens in a throwaway copy under resource limits.
 
 - a temporary copy of the repository (``.git`` left out); the host copy is never written;
-- ``resource.setrlimit`` on CPU seconds, address space, file size and process count;
+- resource limits on CPU seconds, address space, file size and process count (util-linux ``prlimit``);
 - a wall-clock timeout after which the whole process group is killed;
 - no network: a new network namespace (``unshare -rn``) where the kernel allows it, and always a
   ``sitecustomize`` that makes Python's socket connects raise, plus dead proxy settings;
@@ -13,7 +13,6 @@ import functools
 import hashlib
 import json
 import os
-import resource
 import shutil
 import signal
 import subprocess
@@ -93,18 +92,14 @@ def _user_procs() -> int:
     return n
 
 
-def _preexec(limits: Limits, nproc: int):
-    def apply():
-        os.setsid()
-        cpu = max(1, int(limits.cpu_s))
-        resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
-        mem = limits.memory_mb * 1024 * 1024
-        resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
-        fs = limits.file_mb * 1024 * 1024
-        resource.setrlimit(resource.RLIMIT_FSIZE, (fs, fs))
-        resource.setrlimit(resource.RLIMIT_NPROC, (nproc, nproc))
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    return apply
+def _limited(argv: list[str], limits: Limits, nproc: int) -> list[str]:
+    """``argv`` under the resource limits, set by util-linux ``prlimit`` before it execs the command. Not a
+    ``preexec_fn``: Python code run in a child forked from a threaded process (the web app, a worker) can deadlock —
+    seen in CI, where a deallocation in the fork's child waited forever on a condition variable of a PyAV slice
+    thread that only exists in the parent."""
+    cpu = max(1, int(limits.cpu_s))
+    return ["prlimit", f"--cpu={cpu}:{cpu + 1}", f"--as={limits.memory_mb * 1024 * 1024}",
+            f"--fsize={limits.file_mb * 1024 * 1024}", f"--nproc={nproc}", "--core=0", "--", *argv]
 
 
 def _env(home: Path, site: Path) -> dict:
@@ -125,9 +120,8 @@ def execute(argv: list[str], cwd: Path, limits: Limits, scratch: Path) -> tuple[
         argv = ["unshare", "-rn", "--", *argv]
     nproc = _user_procs() + limits.max_procs
     t0 = time.perf_counter()
-    proc = subprocess.Popen(argv, cwd=cwd, env=_env(scratch, site), stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                            preexec_fn=_preexec(limits, nproc))
+    proc = subprocess.Popen(_limited(argv, limits, nproc), cwd=cwd, env=_env(scratch, site), stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
     killed = ""
     try:
         out, _ = proc.communicate(timeout=limits.timeout_s)

@@ -220,3 +220,23 @@ def test_bad_inputs_are_named():
     with pytest.raises(ValueError, match="instance_id"):
         from engines.syncmind.experiment import episode
         episode({"instance_id": "nope"})
+
+
+def test_sandbox_limits_are_set_without_python_code_in_the_forked_child(tmp_path):
+    """The limits reach the command (prlimit execs it), and Popen runs no preexec_fn: Python code in a child forked
+    from the threaded web process once deadlocked CI (a PyAV deallocation waiting on a slice thread's condition)."""
+    import ast
+    import inspect
+    import sys
+
+    from engines.syncmind import sandbox
+
+    calls = [n for n in ast.walk(ast.parse(inspect.getsource(sandbox))) if isinstance(n, ast.Call)
+             and getattr(n.func, "attr", "") == "Popen"]
+    assert calls and not any(k.arg == "preexec_fn" for c in calls for k in c.keywords)
+    probe = ("import os, resource; print(resource.getrlimit(resource.RLIMIT_AS)[0] // 2**20, "
+             "resource.getrlimit(resource.RLIMIT_CPU)[0], os.getsid(0) == os.getpid())")
+    rc, timed_out, out, _, _, _ = sandbox.execute([sys.executable, "-c", probe], tmp_path,
+                                                  Limits(memory_mb=1536, cpu_s=7), tmp_path / "scratch")
+    assert (rc, timed_out) == (0, False), out
+    assert out.split()[-3:] == ["1536", "7", "True"], out
