@@ -31,6 +31,9 @@ DATASETS = [
     ("sbm", {}, "biased SBM (homophily 5, ‖M_s‖ = 1.5, label bias 0.2)"),
 ]
 QUICK = os.environ.get("FDGEN_QUICK") == "1"  # smoke run of this script: tiny sizes
+#: The stopping rule's grid and its doubling cap for this run (the smoke run: two short lengths, no extension).
+SELECT_GRID = (20, 40) if QUICK else GRID
+SELECT_MAX = SELECT_GRID[-1] if QUICK else MAX_EPOCHS
 ONLY = [d for d in os.environ.get("FDGEN_DATASETS", "").split(",") if d]  # compute only these (cache the rest)
 CACHED_ONLY = os.environ.get("FDGEN_CACHED_ONLY") == "1"  # assemble the page from finished runs only
 
@@ -124,8 +127,7 @@ def select_lengths(params: dict) -> dict:
 def selection_params(base: dict, ds: str, extra: dict) -> dict:
     """What the choice depends on (the cache key): the data, the generator's shape, the grid and hold-out."""
     keep = {k: base[k] for k in ("n_nodes", "steps", "backbone")}
-    grid = (20, 40) if QUICK else GRID
-    return dict(keep, dataset=ds, **extra, grid=list(grid), max_epochs=grid[-1] if QUICK else MAX_EPOCHS,
+    return dict(keep, dataset=ds, **extra, grid=list(SELECT_GRID), max_epochs=SELECT_MAX,
                 holdout=HOLDOUT,
                 variants_selected=[v[0] for v in SELECTED])
 
@@ -219,8 +221,8 @@ def main():
                                    f"{c['val_loss'][0]:.3f} at {c['epochs'][0]}, {c['val_loss'][-1]:.3f} at "
                                    f"{c['epochs'][-1]}{'; still falling at the cap' if c.get('at_edge') else ''})"
                                    for v, c in sel.items())
-                         + f" (grid {', '.join(map(str, GRID if not QUICK else first['epochs']))}, doubled up to "
-                         f"{MAX_EPOCHS if not QUICK else first['epochs'][-1]}; {first['held_pairs']} held-out pairs of "
+                         + f" (grid {', '.join(map(str, SELECT_GRID))}, doubled up to "
+                         f"{SELECT_MAX}; {first['held_pairs']} held-out pairs of "
                          f"which {first['held_edges']} edges; generator seed 0)")
         if res is None:
             rep.not_measured(f"{label}: all four claims", "—", "the run did not finish in this session")
