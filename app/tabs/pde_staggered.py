@@ -179,9 +179,9 @@ def run_rotate(problem, ic, seed, bump_row, bump_col, bump_width, amplitude, dt,
            f"transform with it (error ≈ float32 round-off), the p1 ones do not. Done in {res['elapsed_s']:.1f} s.")
 
 
-def run_train(problem, steps, seed, pushforward, augment, variants, progress=gr.Progress()):
+def run_train(problem, steps, seed, pushforward, augment, variants, noise=0.0, progress=gr.Progress()):
     params = dict(problem=problem, steps=int(steps), seed=int(seed or 0), pushforward=bool(pushforward), augment=bool(augment),
-                  variants=_variants(variants))
+                  variants=_variants(variants), noise=float(noise or 0.0))
     job = JobRun(METHOD_ID, "train", params)
     yield job.id, gr.skip(), gr.skip(), f"Job {job.id[:8]} queued…"
     res = job.wait(progress)
@@ -269,6 +269,8 @@ def build() -> None:
             train_seed = gr.Number(1, precision=0, minimum=0, label="Training seed")
             pushforward = gr.Checkbox(False, label="Pushforward trick")
             augment = gr.Checkbox(False, label="Data augmentation (random D4 transforms)")
+            noise = gr.Slider(0.0, 2.0, value=0.0, step=0.05, label="Training noise (× one-step change)",
+                              info="noise injection: inputs corrupted, targets clean, so rollouts learn to self-correct")
             train_btn = gr.Button("Train", elem_id="pde_staggered_train")
         train_status = gr.Markdown(label="training status")
         with gr.Row():
@@ -295,7 +297,7 @@ def build() -> None:
     tslider.release(frame, [result, tslider], frame_plot, api_name="pde_staggered_frame")
     ev2 = rotate_btn.click(run_rotate, ic_inputs + [element, rot_steps, variants],
                            [job_id, rotate_img, rotate_table, rotate_status], api_name="pde_staggered_rotate")
-    ev3 = train_btn.click(run_train, [problem, train_steps, train_seed, pushforward, augment, variants],
+    ev3 = train_btn.click(run_train, [problem, train_steps, train_seed, pushforward, augment, variants, noise],
                           [job_id, loss_img, train_table, train_status], api_name="pde_staggered_train")
     ev4 = bench_btn.click(run_benchmark, [problem, bench_seeds, bench_horizon], [job_id, bench_img, bench_table, bench_status],
                           api_name="pde_staggered_benchmark")

@@ -19,6 +19,15 @@ class Sizes:
     steps: int  # optimizer steps
     batch: int
     lr: float
+    noise: float = 0.0  # training-noise injection: σ × the one-step change's scale (``training.corrupt``); 0 = none
+
+    def key_fields(self) -> dict:
+        """The fields that name a trained model. ``noise`` joined the recipe after surrogates were released:
+        it is left out while 0, so the models trained without it keep their cache keys (and release entries)."""
+        d = asdict(self)
+        if not d["noise"]:
+            del d["noise"]
+        return d
 
 
 DEFAULT = Sizes(n=32, n_train=96, train_frames=40, n_test=24, width=4, steps=800, batch=16, lr=2e-3)
@@ -45,6 +54,7 @@ def cache_dir() -> Path:
 
 
 def key(*objs) -> str:
-    blob = json.dumps([asdict(o) if hasattr(o, "__dataclass_fields__") else o for o in objs], sort_keys=True,
+    blob = json.dumps([o.key_fields() if isinstance(o, Sizes) else asdict(o) if hasattr(o, "__dataclass_fields__") else o
+                       for o in objs], sort_keys=True,
                       default=str)
     return hashlib.sha1(blob.encode()).hexdigest()[:12]

@@ -65,7 +65,7 @@ def train(params: TrainParams | dict, ctx: JobContext | None = None) -> TrainRes
     ctx = ctx or LocalContext()
     _setup()
     t0 = time.perf_counter()
-    sz = sizes(p.problem, steps=p.steps, width=p.width)
+    sz = sizes(p.problem, steps=p.steps, width=p.width, noise=p.noise)
     _, recs = ensure_models(p.variants, sz, ctx, 0.0, 0.97, p.seed, p.pushforward, p.augment, p.problem)
     ref = ctx.artifacts.save_figure("losses.png", plots.loss_figure(recs))
     short = [{**{k: r[k] for k in ("variant", "params", "best_step", "best_val", "seconds")},

@@ -34,6 +34,8 @@ class TrainParams(Params):
     problem: Problem = Field("swe", description="shallow water (closed basin) or decaying turbulence (periodic)")
     pushforward: bool = Field(False, description="pushforward trick: 2-step unrolls, gradient on the last")
     augment: bool = Field(False, description="data augmentation with random D4 transforms (baseline)")
+    noise: float | None = Field(None, ge=0.0, le=2.0, description="training-noise injection: input noise in units of "
+                                "the one-step change (default: per profile; 0 = none)")
 
     _unique = unique_entries("variants")
 

@@ -96,6 +96,24 @@ def _loss(model: StaggeredUNet, pred, target) -> torch.Tensor:
     return lz + lv
 
 
+def corrupt(state, noise: float, model: StaggeredUNet, problem: str = "swe"):
+    """The input state plus Gaussian noise of ``noise`` × the one-step change's scale (``s_dzeta`` for ζ,
+    ``s_dvel`` for the velocities). The noise keeps what the data keep, so a constrained model can still reach
+    the clean target: zero mean over the basin for ζ (mass), zero on the closed walls for the shallow-water face
+    velocities. Its distribution is D4-invariant (i.i.d. per cell and face), so it does not break the symmetry."""
+    if problem == "swe":
+        zeta, u, v = state
+        nz = torch.randn_like(zeta) * (noise * model.s_dzeta)
+        nz = nz - nz.mean((-2, -1), keepdim=True)
+        nu = torch.randn_like(u) * (noise * model.s_dvel)
+        nv = torch.randn_like(v) * (noise * model.s_dvel)
+        nu[..., 0] = nu[..., -1] = 0.0
+        nv[..., 0, :] = nv[..., -1, :] = 0.0
+        return zeta + nz, u + nu, v + nv
+    u, v = state
+    return u + torch.randn_like(u) * (noise * model.s_dvel), v + torch.randn_like(v) * (noise * model.s_dvel)
+
+
 def model_path(variant: str, sz: Sizes, seed: int, pushforward: bool, augment: bool, problem: str = "swe"):
     k = key(sz, [variant, seed, pushforward, augment, MODEL_VERSION, DATA_VERSION] + ([problem] if problem != "swe" else []))
     suffix = ("_pf" if pushforward else "") + ("_aug" if augment else "")
@@ -159,7 +177,10 @@ def train_variant(variant: str, sz: Sizes, seed: int = 0, pushforward: bool = Fa
                   progress: Progress = _noop, device: str = "cpu", problem: str = "swe"):
     """Adam + cosine schedule on one-step MSE (normalised), validation-based model selection (10% of the
     trajectories held out). pushforward: in the second half every other step unrolls 2 steps with the first
-    one detached (Brandstetter et al. 2022). augment: each batch is transformed by a random D4 element."""
+    one detached (Brandstetter et al. 2022). augment: each batch is transformed by a random D4 element.
+    ``sz.noise``: training-noise injection (Sanchez-Gonzalez et al. 2020): the input state is corrupted by
+    Gaussian noise of ``sz.noise`` × the one-step change's scale while the target stays the clean next state, so
+    the model learns to correct the errors a rollout feeds back to it (see ``corrupt``)."""
     hit = load_model(variant, sz, seed, pushforward, augment, problem)
     if hit is not None:
         progress(1.0, f"{variant}: loaded from cache")
@@ -200,6 +221,8 @@ def train_variant(variant: str, sz: Sizes, seed: int = 0, pushforward: bool = Fa
         if unroll == 2:
             with torch.no_grad():
                 x = model(*x)
+        if sz.noise:
+            x = corrupt(x, sz.noise, model, problem)
         lo = _loss(model, model(*x), y)
         opt.zero_grad()
         lo.backward()
@@ -216,7 +239,7 @@ def train_variant(variant: str, sz: Sizes, seed: int = 0, pushforward: bool = Fa
     model = model.cpu().eval()
     record = dict(variant=variant, params=n_params(model), width=model.width, losses=losses, val=vals,
                   best_step=best[2], best_val=best[0], seconds=time.perf_counter() - t0, seed=seed,
-                  pushforward=pushforward, augment=augment, problem=problem)
+                  pushforward=pushforward, augment=augment, problem=problem, noise=sz.noise)
     path = model_path(variant, sz, seed, pushforward, augment, problem)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")

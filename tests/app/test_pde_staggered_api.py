@@ -34,8 +34,10 @@ def test_rollout_frame_and_rotate(client):
 
 
 def test_train_and_benchmark(client):
-    img, table, status = client.predict("swe", 20, 3, True, True, ["p1_M"], api_name="/pde_staggered_train")
+    img, table, status = client.predict("swe", 20, 3, True, True, ["p1_M"], 0.25, api_name="/pde_staggered_train")
     assert [r[0] for r in table["data"]] == ["p1/M"] and "Trained" in status
+    with pytest.raises(Exception, match="noise"):
+        client.predict("swe", 20, 3, False, False, ["p1_M"], 2.5, api_name="/pde_staggered_train")
     img, table, status = client.predict("swe", 1, 10, api_name="/pde_staggered_benchmark")
     assert [r[0] for r in table["data"]] == ["p1/∅", "p1/M", "p4m/∅", "p4m/M"]
     assert "Paper ordering" in status

@@ -154,3 +154,31 @@ def test_divergence_is_frozen_and_images_have_no_nan():
     assert gif[:3] == b"GIF"
     fig = plots.frame_figure(fields, ["solver", "p1"], 2)
     assert fig is not None
+
+
+def test_training_noise_keeps_mass_and_walls_and_has_the_stated_scale():
+    """Noise injection (``training.corrupt``): ζ noise has zero mean over the basin and the wall faces get none,
+    so a /M model can still reach the clean target; its size is σ × the one-step change's scale; σ = 0 keeps the
+    released cache key (a new σ is a new model)."""
+    from engines.pde_staggered import training as TR
+    from engines.pde_staggered.config import sizes
+
+    z, u, v = (torch.as_tensor(a) for a in _random_state(n=32, batch=64))
+    model = build("p4m_M", 2, SCALES)
+    torch.manual_seed(0)
+    nz, nu, nv = TR.corrupt((z, u, v), 0.5, model)
+    dz, du, dv = nz - z, nu - u, nv - v
+    assert dz.sum((-2, -1)).abs().max() < 1e-9
+    assert du[..., [0, -1]].abs().max() == 0 and dv[..., [0, -1], :].abs().max() == 0
+    assert abs(float(dz.std()) / (0.5 * SCALES["dzeta"]) - 1) < 0.05
+    assert abs(float(du[..., 1:-1].std()) / (0.5 * SCALES["dvel"]) - 1) < 0.05
+    from dataclasses import asdict, replace
+
+    from engines.pde_staggered.config import key
+
+    sz = replace(sizes("swe"), noise=0.0)
+    legacy = {k: v for k, v in asdict(sz).items() if k != "noise"}
+    assert key(sz, ["x"]) == key(legacy, ["x"])  # the cache keys of models trained before noise existed
+    assert TR.model_path("p4m_M", replace(sz, noise=0.3), 0, False, False) != TR.model_path("p4m_M", sz, 0, False, False)
+    iu, iv = TR.corrupt((u[..., :-1], v[..., :-1, :]), 0.5, model, problem="ins")
+    assert abs(float((iu - u[..., :-1]).std()) / (0.5 * SCALES["dvel"]) - 1) < 0.05
