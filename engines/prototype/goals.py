@@ -8,6 +8,12 @@ measure, not a part to add.
 * "to sit inside a 28 cm drawer, make it 26 cm overall": where the instruction says its own amount besides, the
   reference only explains it and is dropped.
 
+Twelfth round: a statement about a place or a container — its size or not — before a request with its own amount is
+that request's reason, dropped with its connective: "the crate is 50 cm wide inside, which means the seat width must
+shrink to 46 cm" (46, not 50), "the van's shelf is 70 cm high: seat height to 64 cm", "the cupboards are low; make it
+9 cm tall"; so is a heading that names the place to fit ("to fit the crate: …") or the occasion of the version ("for
+the export model: …", "for the half-litre version: …").
+
 ``language.normalise`` rewrites these before the instruction is split into clauses; a place named without a size
 ("a shelf for spices") is left to the refusal check. Nothing here knows a product.
 """
@@ -34,11 +40,38 @@ THAN_REF = re.compile(_NUM + r" (narrower|smaller|less|shorter|lower|wider|bigge
                       r"(?:into|inside|in|under|through)\b)?")
 # "inside a 28 cm drawer" beside an amount of its own
 AT_REF = re.compile(r"\s*" + _INTO + r" " + _REF)
+# twelfth round: where a product is packed, shipped, stocked or sold
+_CONTAINER = (r"(?:carton|crate|case|cage|van|truck|lorry|container|tube|packaging|package|parcel|machine|pallet|"
+              r"trolley|cart|boot|trunk|lift|elevator|doorway|door|tray|mailer|envelope|bag|hold|cupboards?|cabinets?|"
+              r"shelves|racks|drawers|boxes|crates|cartons|niches|slots|counters|desks|tables)")
+_STATE_VERB = (r"(?:is|are|was|were|takes|take|leaves|leave|gives|give|holds|hold|measures|measure|has|have|fits|fit|"
+               r"allows|allow|accepts|accept|only|sits|sit|stands|stand|offers|offer|tops out|maxes out)")
+# "the crate is 50 cm wide inside, which means …", "the van's shelf is 70 cm high: …", "the cupboards are low; …"
+PLACE_REASON = re.compile(r"(?:^|(?<=[.;!?] ))(?:the|our|their|a|an|this|that|my|your|its|most|standard|typical|"
+                          r"some|many|all)\s+(?:[\w'-]+\s+){0,3}?(?:" + _PLACE + "|" + _CONTAINER + r")(?:'s)?\b"
+                          r"(?:\s+[\w'-]+){0,5}?\s+" + _STATE_VERB + r"\b(?:[^.;:!?]|\.(?=\d))*?"
+                          r"(?:\s*(?:[;:!?]|\.(?!\d))|,\s*(?:so(?: that)?|which means|meaning|therefore|hence|and so|thus)\b)\s*")
+# "to fit the flat-pack crate: …", "for the export model: …", "for the half-litre version, …"
+HEAD_REASON = re.compile(r"^(?:(?:in order )?to (?:fit|go|slide|slip|sit)(?: (?:in|into|inside|under|through|on))? "
+                         r"(?:the|a|an|our|their|that|this)\s+(?:[\w'-]+\s+){0,3}?(?:" + _PLACE + "|" + _CONTAINER +
+                         r")\b|for (?:the|our|a|an|this) (?:[\w'-]+\s+){0,3}?(?:export|version|market|edition|launch|"
+                         r"range|variant|release|model|order|client|customer|retailer|catalogue|brand|run|batch)s?\b)"
+                         r"\s*(?::|,|—|-{1,2}(?= ))\s*")
 SMALLER = ("narrower", "smaller", "less", "shorter", "lower", "under", "underneath", "beneath", "below")
 
 
 def _cm(n: str, unit: str) -> float:
     return float(n) * UNITS.get(unit, ("cm", 1.0))[1]
+
+
+def place_reasons(text: str) -> str:
+    """A statement or heading about a place, a container or the version's occasion before a request with its own
+    amount is dropped (see the module)."""
+    def drop(m):
+        rest = text[m.end():]
+        return "" if re.search(r"\d", spell_out(rest)) and not re.search(r"\b(?:it|them|that|those)\b\s*[.?!]?$", rest) \
+            else m.group(0)
+    return PLACE_REASON.sub(drop, HEAD_REASON.sub(drop, text))
 
 
 def resolve(text: str) -> str:

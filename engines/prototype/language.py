@@ -7,15 +7,16 @@ from __future__ import annotations
 
 import re
 
-from .precision import CHANGE_VERB, NUMBER, UNITS, WORD_NUMBERS, Quantity, quantity, spell_out  # noqa: F401  (re-exported)
+from .precision import CHANGE_VERB, NUMBER, UNITS, WORD_NUMBERS, Quantity, quantity, spell_out, us_units  # noqa: F401  (re-exported)
 from .coverage import COUNT_WORDS, UNSUPPORTED  # noqa: F401  (re-exported)
 from .scope import KEEP, KEEP_LEAD, is_keep  # noqa: F401  (re-exported)
 from .intensity import HEDGES, MAGNITUDES, find_phrase, magnitude  # noqa: F401  (re-exported)
 from .reference import INCLUDED, SAME_AMOUNT, same_amount  # noqa: F401  (re-exported)
 from .dimensions import OVERALL, SPAN_ONLY
 from .framing import unframe
-from .goals import resolve as resolve_goals
+from .goals import place_reasons, resolve as resolve_goals
 from .register import engineering, history
+from .requests import after_question, polite, reports
 
 POSITIVE = ("more", "increase", "increased", "raise", "raised", "bigger", "larger", "taller", "higher", "longer",
             "wider", "thicker", "deeper", "grow", "extend", "enlarge", "boost", "lift", "up", "add", "heavier",
@@ -47,9 +48,13 @@ def normalise(text: str) -> str:
     # eleventh round: the engineering register ("w 50, d 40 (all cm)", "T -5 mm", "neck → 5", "± 0", "x1.25") in
     # words, corrections inside one sentence ("38 cm, no wait, 41 cm") resolved to the last value, and comparisons with
     # the current build ("1 cm up from the current value") dropped
-    t = history(engineering(t))
+    t = history(engineering(us_units(t)))  # (twelfth round: "12 fl oz", "fluid ounces")
+    # twelfth round: a polite frame is the request itself; a report another sentence's request answers, and a statement
+    # after a question that asked for a change, only explain it
+    t = after_question(reports(polite(t)))
     t = ROLE.sub("", t)  # ninth round: who or where the words come from is no part of the edit
     t = unframe(t)  # tenth round: a viewpoint, a scene-setting comparison, list markers
+    t = place_reasons(t)  # twelfth round: a place's statement before a request with its own amount is its reason
     t = resolve_goals(t)  # tenth round: a sized place the product must fit is a reference measure
     # ninth round: "five legs instead of four": the count it replaces is the present state, not a second count
     t = re.sub(r",?\s*\b(?:instead of|rather than|in place of|not) (?:the )?(?:current |present |usual |existing )?"
@@ -115,6 +120,7 @@ PHRASAL = [(re.compile(r"\b(?:bring|pinch|nip|cinch) (the [\w' ]{1,30}?) in\b"),
            (re.compile(r"\b(stick|sticks|sticking|stuck|jut|juts|jutting)\s+((?:about |around )?[-+]?\d+(?:\.\d+)?\s*"
                        r"[a-z°]*)\s+out\b"), r"\1 out \2"),
            (re.compile(r"\btake (the [\w' ]{1,30}?) off\b"), r"take off \1"),  # "take the footrest off": removal
+           (re.compile(r"\btake (it|them) (?:off|away|out)\b"), r"remove \1"),  # twelfth round: "so please take it off"
            # "a footrest-less stool": a part named with the suffix "-less" is left out
            (re.compile(r"\b([a-z]{3,})-less\b"), r"without \1"),
            # eighth round: a tripod stands on three legs
@@ -124,6 +130,11 @@ PHRASAL = [(re.compile(r"\b(?:bring|pinch|nip|cinch) (the [\w' ]{1,30}?) in\b"),
                        r"(?:their|your|his|her|one's|the|my|our) (?:elbows?|arms?|forearms?)\b"), "armrests"),
            (re.compile(r"\b(?:somewhere|something|a place|a spot)(?: for [a-z]+)? to (?:rest|put|prop)(?: up)? "
                        r"(?:their|your|his|her|one's|the|my|our) (?:feet|foot)\b"), "a footrest"),
+           # twelfth round: "arms to push themselves up on", "arms to lever oneself out with": armrests asked for
+           # through what a user does with them
+           (re.compile(r"\barms (?:to|they can|you can|i can|we can) (?:push|pull|lever|lean|rest|prop|hold|grip|brace)"
+                       r"(?: (?:themselves|oneself|yourself|himself|herself|myself|ourselves|me|us|them))?"
+                       r"(?: up| out| off)?(?: (?:on|onto|against|with|from))?\b"), "armrests"),
            (re.compile(r"\b(?:somewhere|something|a place|a spot)(?: for [a-z]+)? to (?:rest|lean) "
                        r"(?:their|your|his|her|one's|the|my|our) head\b"), "a headrest")]
 

@@ -70,6 +70,13 @@ PLAIN_SIZE = {**{w: "+" for w in ("thick", "tall", "wide", "deep", "big", "broad
               **{w: "-" for w in ("thin", "narrow", "shallow", "slim", "skinny", "slender", "thin-walled")}}
 # ninth round: a clause that answers the one before it ("…, so drop it 4 cm")
 REASON_NEXT = re.compile(r"(?:so|hence|therefore|thus|which means|so please)\b")
+# twelfth round: "…, so staff can carry them", "…, so four fit round a table", "…, so more light reaches the ceiling":
+# after an edit, a "so" clause whose subject is people, a count or an amount of something the model does not have says
+# what the edit is for; it edits nothing
+PURPOSE_NEXT = re.compile(r"so(?: that)? (?:(?:more|less|enough|extra|plenty of) [a-z]+ (?:can|could|will|would|may|"
+                          r"reaches?|gets?|fits?|goes|comes|spills?|shines?|falls?|flows?|stays?)\b|(?:staff|people|users|"
+                          r"customers|guests|kids|children|visitors|everyone|everybody|nobody|no one|anyone|"
+                          r"two|three|four|five|six|seven|eight|ten|twelve|more of them|more of these)\b)")
 
 
 class InterfaceMapper:
@@ -1065,6 +1072,8 @@ class InterfaceMapper:
         text = L.normalise(text)
         for s in {s for s, _ in self.syn if re.fullmatch(r"[a-z]{3,}", s)}:
             text = re.sub(rf"\b{s}less\b", f"without {s}", text)
+            # twelfth round: "a handle-free version", "footrest free": a part of the product said to be free is left out
+            text = re.sub(rf"\b(?:an? )?{s}[- ]free\b", f"without {s}", text)
         for w in set(re.findall(r"[a-z]+", text)):  # "an armchair": the product with a part it can have (ninth round)
             pn = next((n for n in self.product_names if w.endswith(n) and len(w) - len(n) >= 3), None)
             lead = w[:-len(pn)] if pn else ""
@@ -1097,7 +1106,12 @@ class InterfaceMapper:
                 if named:
                     context["component"] = named[0]  # what the answer's "it" refers to
                 continue
-            if i + 1 < len(cls) and REASON_NEXT.match(cls[i + 1]) and not L.is_keep(cl) and L.quantity(cl) is None \
+            if i > 0 and PURPOSE_NEXT.match(cl) and not re.search(r"\d", cl) and not L.is_keep(cl) and out.ops:
+                out.trace.append(f"“{cl}” → what the edit before is for (context only)")  # (twelfth round)
+                continue
+            if i + 1 < len(cls) and PURPOSE_NEXT.match(cls[i + 1]) and not re.search(r"\d", cls[i + 1]):
+                pass  # twelfth round: the clause before a purpose is the request, not a reason
+            elif i + 1 < len(cls) and REASON_NEXT.match(cls[i + 1]) and not L.is_keep(cl) and L.quantity(cl) is None \
                     and ((self._operation(cls[i + 1], None) and not self._operation(cl, None)) or (
                         # eleventh round: "our tester likes her thighs level, so seat depth 40 cm": the answer says its
                         # own amount, and the reason gives no direction of its own

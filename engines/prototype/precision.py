@@ -27,7 +27,9 @@ UNITS = {"mm": ("cm", 0.1), "millimetre": ("cm", 0.1), "millimetres": ("cm", 0.1
          "degree": ("deg", 1.0), "degrees": ("deg", 1.0), "ml": ("ml", 1.0), "millilitre": ("ml", 1.0),
          "millilitres": ("ml", 1.0), "milliliter": ("ml", 1.0), "milliliters": ("ml", 1.0), "cl": ("ml", 10.0),
          "l": ("ml", 1000.0), "litre": ("ml", 1000.0), "litres": ("ml", 1000.0), "liter": ("ml", 1000.0),
-         "liters": ("ml", 1000.0)}
+         "liters": ("ml", 1000.0),
+         # twelfth round: US fluid ounces ("12 fl oz", "sixteen fluid ounces"), one token (``us_units``)
+         "floz": ("ml", 29.5735)}
 _UNIT_ALT = "|".join(sorted((re.escape(u) for u in UNITS), key=len, reverse=True))
 NUMBER = re.compile(r"(?<![\w.])([-−+]?)\s?(\d+(?:\.\d+)?)\s*(" + _UNIT_ALT + r")?(?![\w])")
 # Spelled-out units a number word may precede ("one centimetre", "an inch"); symbols need digits.
@@ -123,6 +125,15 @@ class Quantity:
     @property
     def ratio(self) -> bool:
         return self.factor is not None or self.change is not None
+
+
+# twelfth round: "12 fl oz", "16.9 fl. oz.", "twelve fluid ounces", "a 20 oz bottle": US fluid ounces, one unit token
+FLUID_OUNCES = re.compile(r"(?<=[\w.])\s*-?\s*(?:fl\.?\s?oz\b\.?|fluid[ -]ounces?\b|(?<=\d)\s?oz\b\.?|(?<=\d )ounces?\b)")
+
+
+def us_units(text: str) -> str:
+    """US customary amounts in the unit table's words: fluid ounces as one token ("floz")."""
+    return FLUID_OUNCES.sub(" floz", text)
 
 
 def _num(x: float) -> str:
