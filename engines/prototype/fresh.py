@@ -36,7 +36,7 @@ SETS = {"fresh": "instructions_fresh.yaml", "heldout": "instructions_heldout.yam
         "heldout6": "instructions_heldout6.yaml", "heldout7": "instructions_heldout7.yaml",
         "heldout8": "instructions_heldout8.yaml", "heldout9": "instructions_heldout9.yaml",
         "heldout10": "instructions_heldout10.yaml", "heldout11": "instructions_heldout11.yaml",
-        "heldout12": "instructions_heldout12.yaml"}
+        "heldout12": "instructions_heldout12.yaml", "heldout13": "instructions_heldout13.yaml"}
 
 
 @lru_cache(maxsize=8)
@@ -65,7 +65,10 @@ def load(name: str = "fresh") -> tuple[dict, ...]:
     run and frozen before the tenth round, by an author who wrote no earlier set and no parser rule
     (``instructions_heldout11.yaml``; a development set too since the failures of its first run were fixed in the
     eleventh round); ``heldout12``: the set written after set 11's first run and frozen before the eleventh round,
-    by an author who wrote no earlier set and no parser rule (``instructions_heldout12.yaml``). The newest set whose
+    by an author who wrote no earlier set and no parser rule (``instructions_heldout12.yaml``; a development set too
+    since the failures of its first run were fixed in the twelfth round); ``heldout13``: the set written after set
+    12's first run and frozen before the twelfth round, by an author who wrote no earlier set and no parser rule
+    (``instructions_heldout13.yaml``). The newest set whose
     first
     run is recorded
     carries the claim (``reproduce._claimed_set``)."""
