@@ -29,7 +29,9 @@ UNSUPPORTED: dict[str, tuple[str, ...]] = {
                          "rubber", "rubberised", "rubberized", "silicone", "non-slip", "linen", "cotton", "wool",
                          "woollen", "canvas", "made of", "made from", "made out of",
                          "iron", "cast iron", "cast-iron", "wrought iron", "titanium", "pewter", "zinc", "tin",
-                         "enamel", "enamelled", "stoneware", "earthenware", "terracotta", "resin", "acrylic", "carbon"),
+                         "enamel", "enamelled", "stoneware", "earthenware", "terracotta", "resin", "acrylic", "carbon",
+                         # thirteenth round: paper and card ("make it out of paper")
+                         "paper", "cardboard", "papier-mache", "papier-mâché"),
     "texture or pattern setting": ("texture", "textured", "ribbed", "ribs", "ridges", "ridged", "grooved", "grooves",
                                    "pattern", "patterned", "striped", "stripes", "knurled", "engraved", "engraving",
                                    "logo", "embossed", "matte", "glossy", "shiny", "finish",

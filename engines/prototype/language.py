@@ -16,6 +16,7 @@ from .dimensions import OVERALL, SPAN_ONLY
 from .framing import unframe
 from .goals import place_reasons, resolve as resolve_goals
 from .register import engineering, history
+from .shorthand import shorthand
 from .requests import after_question, polite, reports
 
 POSITIVE = ("more", "increase", "increased", "raise", "raised", "bigger", "larger", "taller", "higher", "longer",
@@ -48,7 +49,8 @@ def normalise(text: str) -> str:
     # eleventh round: the engineering register ("w 50, d 40 (all cm)", "T -5 mm", "neck → 5", "± 0", "x1.25") in
     # words, corrections inside one sentence ("38 cm, no wait, 41 cm") resolved to the last value, and comparisons with
     # the current build ("1 cm up from the current value") dropped
-    t = history(engineering(us_units(t)))  # (twelfth round: "12 fl oz", "fluid ounces")
+    # thirteenth round: shorthand and dictation ("seat ht 46 / seat w 48", "40mm dia", "heigth", "four point five")
+    t = history(engineering(us_units(shorthand(t))))  # (twelfth round: "12 fl oz", "fluid ounces")
     # twelfth round: a polite frame is the request itself; a report another sentence's request answers, and a statement
     # after a question that asked for a change, only explain it
     t = after_question(reports(polite(t)))
