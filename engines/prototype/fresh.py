@@ -36,7 +36,8 @@ SETS = {"fresh": "instructions_fresh.yaml", "heldout": "instructions_heldout.yam
         "heldout6": "instructions_heldout6.yaml", "heldout7": "instructions_heldout7.yaml",
         "heldout8": "instructions_heldout8.yaml", "heldout9": "instructions_heldout9.yaml",
         "heldout10": "instructions_heldout10.yaml", "heldout11": "instructions_heldout11.yaml",
-        "heldout12": "instructions_heldout12.yaml", "heldout13": "instructions_heldout13.yaml"}
+        "heldout12": "instructions_heldout12.yaml", "heldout13": "instructions_heldout13.yaml",
+        "heldout14": "instructions_heldout14.yaml"}
 
 
 @lru_cache(maxsize=8)
@@ -68,7 +69,10 @@ def load(name: str = "fresh") -> tuple[dict, ...]:
     by an author who wrote no earlier set and no parser rule (``instructions_heldout12.yaml``; a development set too
     since the failures of its first run were fixed in the twelfth round); ``heldout13``: the set written after set
     12's first run and frozen before the twelfth round, by an author who wrote no earlier set and no parser rule
-    (``instructions_heldout13.yaml``). The newest set whose
+    (``instructions_heldout13.yaml``; a development set too since the failures of its first run were fixed in the
+    thirteenth round); ``heldout14``: the set written after set 13's first run and frozen before the thirteenth
+    round, by an author who wrote no earlier set and no parser rule (``instructions_heldout14.yaml``). The newest set
+    whose
     first
     run is recorded
     carries the claim (``reproduce._claimed_set``)."""

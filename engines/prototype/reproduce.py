@@ -308,11 +308,11 @@ def _drop_unmarked(text: str, head: str, begin: str) -> str:
 # seen on it were fixed afterwards, so it is no longer held-out).
 HELDOUT_SETS = ("heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "heldout7", "heldout8",
                 "heldout9", "heldout10", "heldout11", "heldout12",
-                "heldout13")
+                "heldout13", "heldout14")
 SET_NUMBER = {name: k for k, name in enumerate(HELDOUT_SETS, 1)}
 # A set's heading while it carries the claims (or awaits its first run), and once it is a former held-out set.
 ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth", "eleventh",
-            "twelfth", "thirteenth")
+            "twelfth", "thirteenth", "fourteenth")
 _NO = {name: "" if k == 1 else f" {k}" for name, k in SET_NUMBER.items()}  # the first set's headings have no number
 CLAIM_TITLES = {name: f"Held-out designer-phrasing set{_NO[name]} (issue 30; frozen before its first run)"
                 for name in HELDOUT_SETS}
@@ -453,7 +453,7 @@ AFTERWARDS = {"heldout": (
     "current figures below are development figures; the held-out figure for the eleventh round's parser is the "
     "twelfth set's first run."),
     "heldout12": (
-"Its first run (below) measured the eleventh round's parser and was issue 30's claim until the thirteenth held-out "
+    "Its first run (below) measured the eleventh round's parser and was issue 30's claim until the thirteenth held-out "
     "set (written after set 12's first run and frozen before the twelfth round, by an author who wrote no earlier set "
     "and no parser rule) had its first run. The failures of set 12's first run were then fixed in the twelfth round "
     "(tickets, reviews and feedback before or after a request read as its reason, numbers included; polite frames — "
@@ -461,7 +461,17 @@ AFTERWARDS = {"heldout": (
     "request with its own amount read as the reason, so the edit's number wins; US fluid ounces; “handle-free”, "
     "“take it off” as removals; “arms to push themselves up on” as armrests; a “so …” purpose after an edit), so the "
     "set is **no longer held-out**: its current figures below are development figures; the held-out figure for the "
-    "twelfth round's parser is the thirteenth set's first run.")}
+    "twelfth round's parser is the thirteenth set's first run."),
+    "heldout13": (
+    "Its first run (below) measured the twelfth round's parser and was issue 30's claim until the fourteenth held-out "
+    "set (written after set 13's first run and frozen before the thirteenth round, by an author who wrote no earlier "
+    "set and no parser rule) had its first run. The failures of set 13's first run were then fixed in the thirteenth "
+    "round (shorthand lists of edits separated by “/”, “•”, “&”, “+” or “n”, with a unit said once for the list; "
+    "abbreviations — “ht”, “dia”, “btm”, “w/o”, “~”, “N mil”; typos one letter away from a dimension or part word; "
+    "dictated decimals, “four point five”; “tiny bit”, “more tall of 3 cm”; a statement after an edit read as its "
+    "reason; paper and cardboard refused as materials), so the set is **no longer held-out**: its current figures "
+    "below are development figures; the held-out figure for the thirteenth round's parser is the fourteenth set's "
+    "first run.")}
 
 
 def _heldout_record_path(name: str = "heldout"):

@@ -14,8 +14,10 @@ frozen before the eighth round, by another author who wrote no earlier set and n
 another author who wrote no earlier set and no parser rule) had its first run; ``heldout10`` carried it until
 ``heldout11`` (written after set 10's first run, frozen before the tenth round, by another new author) had its first
 run; ``heldout11`` carried it until ``heldout12`` (written after set 11's first run, frozen before the eleventh round,
-by another new author) had its first run; ``heldout12`` carries it until ``heldout13`` (written after set 12's first
-run, frozen before the twelfth round, by another new author) has its first run. All are checked alike."""
+by another new author) had its first run; ``heldout12`` carried it until ``heldout13`` (written after set 12's first
+run, frozen before the twelfth round, by another new author) had its first run; ``heldout13`` carries it until
+``heldout14`` (written after set 13's first run, frozen before the thirteenth round, by another new author) has its
+first run. All are checked alike."""
 from __future__ import annotations
 
 import difflib
@@ -39,7 +41,8 @@ def _norm(t: str) -> str:
 
 
 SETS = ("heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "heldout7", "heldout8", "heldout9",
-        "heldout10", "heldout11", "heldout12", "heldout13")
+        "heldout10", "heldout11", "heldout12", "heldout13",
+        "heldout14")
 ROOT = fresh.DATA.parents[2]
 # The first commit of each later round's parser fixes, named by the module it added (the seventh to ninth rounds
 # added no module: by their rules' test files): the set written for that round must have been committed alone before it.
@@ -50,7 +53,8 @@ FIRST_FIX = {"heldout2": "engines/prototype/precision.py", "heldout3": "engines/
              "heldout10": "tests/engines/prototype/test_round9_phrasing.py",
              "heldout11": "tests/engines/prototype/test_round10_phrasing.py",
              "heldout12": "tests/engines/prototype/test_round11_phrasing.py",
-             "heldout13": "tests/engines/prototype/test_round12_phrasing.py"}
+             "heldout13": "tests/engines/prototype/test_round12_phrasing.py",
+             "heldout14": "tests/engines/prototype/test_round13_phrasing.py"}
 
 
 @pytest.fixture(scope="module", params=SETS)
@@ -234,7 +238,7 @@ def test_each_later_set_was_committed_alone_before_its_rounds_first_fix(later):
     assert subprocess.run(["git", "merge-base", "--is-ancestor", frozen, fix], cwd=ROOT).returncode == 0
 
 
-@pytest.mark.parametrize("earlier, later", [(2, 3), (4, 5), (5, 6), (7, 8), (8, 9), (9, 10), (10, 11), (11, 12), (12, 13)])
+@pytest.mark.parametrize("earlier, later", [(2, 3), (4, 5), (5, 6), (7, 8), (8, 9), (9, 10), (10, 11), (11, 12), (12, 13), (13, 14)])
 def test_no_parser_change_between_a_sets_first_run_and_the_next_sets_freeze(earlier, later):
     """From the third round on, nothing the mappers run changed between the previous set's first-run record and
     the new set's freeze (the second round had one such change, documented: the scale-factor refusal after set
@@ -381,7 +385,7 @@ def test_the_seventh_set_stresses_designer_phrasing_and_refusals():
         assert re.search(pattern, texts), pattern
 
 
-@pytest.mark.parametrize("k", [8, 9, 10, 11, 12, 13])
+@pytest.mark.parametrize("k", [8, 9, 10, 11, 12, 13, 14])
 def test_set_k_was_frozen_before_round_k_minus_1_and_its_first_run_measures_that_round(k):
     """Set k (8 onwards) measures the parser of round k − 1: it was committed alone after set k − 1's first-run record
     and before the round (the commit that added ``test_round{k-1}_phrasing.py`` with the round's rules, checked above
@@ -460,3 +464,12 @@ def test_the_thirteenth_set_repeats_the_sixth_sets_size_and_mix():
     units run together, arrows and signs, slash and bullet lists of edits, mild typos, dictated numbers, filler words,
     non-native phrasings — is not checked here: the session that registered it did not read the set.)"""
     _assert_set_6_mix(fresh.load("heldout13"))
+
+
+def test_the_fourteenth_set_repeats_the_sixth_sets_size_and_mix():
+    """Set 14's size and mix, as its freeze commit states: set 13's (150 instructions, 53 refusals: 16 impossible
+    values, 6 keep clauses that cannot hold, 21 unsupported requests alone and 10 inside multi-clause instructions, 9
+    look-alikes). (Its other emphasis — design-review conversation: dialogues and meeting notes where the final
+    decision is the edit, negations that redirect, conditionals, suggestions undone or halved, action items — is not
+    checked here: the session that registered it did not read the set.)"""
+    _assert_set_6_mix(fresh.load("heldout14"))
