@@ -20,6 +20,13 @@ def changed(domain, c) -> dict[str, float]:
     return {k: round(c.state[k], 4) for k in d if abs(c.state[k] - d[k]) > 1e-9}
 
 
+def edit(domain, text, enc, source="induced"):
+    """(the settings ``text`` moved, its mapping), asserting the program compiled without a refusal."""
+    m, c = run(domain, text, enc, source)
+    assert c.ok, (c.refused, m.trace)
+    return changed(domain, c), m
+
+
 def assert_refused_by_name(domain, text, enc, source, named) -> None:
     """``text`` asks for something the model lacks: refused, nothing changed, and the message names it and
     says what the model has."""

@@ -9,16 +9,10 @@ import pytest
 from engines.prototype import language as L
 from engines.prototype import shorthand as S
 
-from .helpers import changed as _changed
+from .helpers import edit as _edit
 from .helpers import run as _run
 
 SOURCES = ["induced", "hand"]
-
-
-def _edit(domain, text, encoder, source):
-    m, c = _run(domain, text, encoder, source)
-    assert c.ok, (c.refused, m.trace)
-    return _changed(domain, c), m
 
 
 # ----------------------------------------------------------------------------- lists in shorthand
